@@ -1,0 +1,101 @@
+"""Documents as the SPEC defines them: ``text`` required, ``doc_id`` str/int (else its position), the rest metadata."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    doc_id: str
+    text: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+def read_documents(raw: Any, option: str) -> list[Document]:
+    """Validate and normalise a list of document dicts; duplicate effective doc_ids are an error."""
+    if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Sequence):
+        raise InvalidOptionError(option, raw, "a list of document dicts")
+    documents: list[Document] = []
+    first_position: dict[str, int] = {}
+    for position, item in enumerate(raw):
+        document = read_document(item, option, position)
+        earlier = first_position.setdefault(document.doc_id, position)
+        if earlier != position:
+            raise DuplicateDocIdError(option, document.doc_id, earlier, position)
+        documents.append(document)
+    return documents
+
+
+def read_document(item: Any, option: str, position: int) -> Document:
+    where = f"{option}[{position}]"
+    if not isinstance(item, Mapping):
+        raise InvalidOptionError(where, item, "a dict with a 'text' string")
+    text = item.get("text")
+    if not isinstance(text, str):
+        raise InvalidOptionError(f"{where}.text", text, "a string")
+    raw_id = item.get("doc_id", position)
+    if isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):
+        raise InvalidOptionError(f"{where}.doc_id", raw_id, "a str or int")
+    metadata = {key: value for key, value in item.items() if key not in ("doc_id", "text")}
+    return Document(doc_id=str(raw_id), text=text, metadata=metadata)
+
+
+def corpus_fingerprint(documents: Iterable[Document]) -> str:
+    """A content hash of ids and texts in order: equal fingerprints mean an index can be reused."""
+    digest = hashlib.sha256()
+    for document in documents:
+        for part in (document.doc_id, document.text):
+            encoded = part.encode("utf-8", "surrogatepass")
+            digest.update(len(encoded).to_bytes(8, "little"))
+            digest.update(encoded)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataFilter:
+    """``{metadata_key: value or list of allowed values}``; a document must satisfy every key."""
+
+    allowed: Mapping[str, tuple[Any, ...]]
+
+    @classmethod
+    def from_option(cls, raw: Any, option: str = "filters") -> MetadataFilter | None:
+        if raw is None:
+            return None
+        if not isinstance(raw, Mapping):
+            raise InvalidOptionError(option, raw, "a dict {metadata_key: value or list of allowed values}")
+        allowed: dict[str, tuple[Any, ...]] = {}
+        for key, value in raw.items():
+            if not isinstance(key, str):
+                raise InvalidOptionError(option, raw, "string metadata keys")
+            values = tuple(value) if isinstance(value, (list, tuple, set, frozenset)) else (value,)
+            if not values:
+                raise InvalidOptionError(f"{option}.{key}", value, "a value or a non-empty list of allowed values")
+            allowed[key] = values
+        return cls(allowed)
+
+    def accepts(self, document: Document) -> bool:
+        for key, values in self.allowed.items():
+            if key not in document.metadata:
+                return False
+            if not any(_same_value(document.metadata[key], value) for value in values):
+                return False
+        return True
+
+    def positions(self, documents: Sequence[Document]) -> list[int]:
+        return [position for position, document in enumerate(documents) if self.accepts(document)]
+
+
+def _same_value(actual: Any, wanted: Any) -> bool:
+    """Equality that does not let True match 1 or 1.0 match True."""
+    if isinstance(actual, bool) != isinstance(wanted, bool):
+        return False
+    try:
+        return bool(actual == wanted)
+    except Exception:
+        return False

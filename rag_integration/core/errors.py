@@ -1,0 +1,97 @@
+"""Typed errors shared by every connector and pipeline stage.
+
+All derive from ``ConnectorError(ValueError)`` so callers can catch one class;
+each message names the option, the offending value (cut short) and what was expected.
+"""
+
+from __future__ import annotations
+
+import reprlib
+from typing import Any
+
+_SHORT_REPR = reprlib.Repr()
+_SHORT_REPR.maxstring = 60
+_SHORT_REPR.maxother = 60
+_SHORT_REPR.maxlist = 4
+_SHORT_REPR.maxdict = 4
+
+
+def short_repr(value: Any) -> str:
+    """A repr that stays readable even for a 10k-document corpus."""
+    return _SHORT_REPR.repr(value)
+
+
+class ConnectorError(ValueError):
+    """Base class of every error this package raises on purpose."""
+
+
+class MissingOptionError(ConnectorError):
+    """A required option is absent."""
+
+    def __init__(self, option: str, expected: str, *, owner: str | None = None) -> None:
+        self.option = option
+        where = f" for {owner}" if owner else ""
+        super().__init__(f"option '{option}' is required{where}: expected {expected}")
+
+
+class InvalidOptionError(ConnectorError):
+    """An option is present but has the wrong type or value."""
+
+    def __init__(self, option: str, value: Any, expected: str) -> None:
+        self.option = option
+        self.value = value
+        super().__init__(f"option '{option}' got {short_repr(value)} ({type(value).__name__}): expected {expected}")
+
+
+class DuplicateDocIdError(ConnectorError):
+    """Two documents (or candidates) share one effective doc_id."""
+
+    def __init__(self, option: str, doc_id: str, first: int, second: int) -> None:
+        self.option = option
+        self.doc_id = doc_id
+        super().__init__(
+            f"option '{option}' has duplicate doc_id {short_repr(doc_id)} at positions {first} and {second}: "
+            "expected unique doc_ids"
+        )
+
+
+class RankingContractError(ConnectorError):
+    """A backend produced rows that break the ranking contract (a bug in the backend)."""
+
+
+class GroundingError(ConnectorError):
+    """An answer or document is not grounded in the supplied passages or corpus."""
+
+
+class SqlSafetyError(ConnectorError):
+    """Generated or supplied SQL failed the safety guard; nothing was executed."""
+
+
+class DeadlineExceededError(ConnectorError):
+    """An operation ran past its time limit and was stopped."""
+
+
+class BackendUnavailableError(ConnectorError):
+    """A backend needs an optional extra that is not installed."""
+
+    def __init__(self, backend: str, extra: str, missing: str) -> None:
+        self.backend = backend
+        self.extra = extra
+        super().__init__(
+            f"backend '{backend}' needs the optional module '{missing}', which is not installed: "
+            f'pip install "rag-integration[{extra}]"'
+        )
+
+
+__all__ = [
+    "BackendUnavailableError",
+    "ConnectorError",
+    "DeadlineExceededError",
+    "DuplicateDocIdError",
+    "GroundingError",
+    "InvalidOptionError",
+    "MissingOptionError",
+    "RankingContractError",
+    "SqlSafetyError",
+    "short_repr",
+]

@@ -1,0 +1,21 @@
+"""Optional libraries: import on first use, or say which extra to install."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import Any
+
+from rag_integration.core.errors import BackendUnavailableError
+
+
+def require_module(module: str, backend: str, extra: str) -> Any:
+    """Import ``module`` or raise ``BackendUnavailableError`` naming the pip extra that provides it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise BackendUnavailableError(backend, extra, module) from error
+
+
+def modules_installed(modules: tuple[str, ...]) -> bool:
+    return all(importlib.util.find_spec(module) is not None for module in modules)

@@ -1,0 +1,85 @@
+"""The FeatureGroup shape every family shares: one feature name, one selector option, one backend per class."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from mloda.provider import FeatureGroup, FeatureSet
+from mloda.user import DataAccessCollection, Feature, FeatureName, Options
+
+from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.extras import modules_installed
+from rag_integration.core.options import OptionReader
+
+
+class SelectorFeatureGroup(FeatureGroup):
+    """Matches ``FEATURE_NAME`` only when option ``SELECTOR`` equals this class's ``BACKEND``.
+
+    A family base leaves ``BACKEND`` as None and therefore matches nothing; each backend sets it,
+    so values are disjoint per backend and an unknown value falls through to mloda's own error.
+    """
+
+    FAMILY: ClassVar[str] = ""
+    FEATURE_NAME: ClassVar[str] = ""
+    SELECTOR: ClassVar[str] = ""
+    BACKEND: ClassVar[str | None] = None
+    EXTRA: ClassVar[str | None] = None
+    REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ()
+    SOURCE_OPTIONS: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def match_feature_group_criteria(
+        cls,
+        feature_name: FeatureName | str,
+        options: Options,
+        data_access_collection: DataAccessCollection | None = None,
+    ) -> bool:
+        if cls.BACKEND is None or str(feature_name) != cls.FEATURE_NAME:
+            return False
+        selected = options.get(cls.SELECTOR)
+        return isinstance(selected, str) and selected == cls.BACKEND
+
+    def input_features(self, options: Options, feature_name: FeatureName) -> set[Feature] | None:
+        """Upstream features named by this family's ``*_source`` options; a request without them is a root."""
+        sources = {options.get(key) for key in self.SOURCE_OPTIONS}
+        named = {Feature(source) for source in sources if isinstance(source, str) and source}
+        return named or None
+
+    @classmethod
+    def is_installed(cls) -> bool:
+        return modules_installed(cls.REQUIRED_MODULES)
+
+    @classmethod
+    def calculate_feature(cls, data: Any, features: FeatureSet) -> Any:
+        options = _single_request_options(features, cls.FEATURE_NAME)
+        return cls.answer(data, OptionReader(options, owner=f"{cls.__name__} ({cls.FEATURE_NAME})"))
+
+    @classmethod
+    def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
+        """Answer one request; ``data`` carries the upstream features' columns (None for a root)."""
+        raise NotImplementedError
+
+
+def _single_request_options(features: FeatureSet, feature_name: str) -> Options:
+    """mloda merges same-named requests whose group options are equal; refuse that instead of answering one."""
+    requested = sorted(features.features, key=lambda feature: str(feature.name))
+    first = requested[0].options
+    for other in requested[1:]:
+        if other.options.context != first.context or other.options.group != first.group:
+            differing = _first_differing_key(first, other.options)
+            raise InvalidOptionError(
+                differing,
+                other.options.get(differing),
+                f"one value per '{feature_name}' request: mloda merges requests whose group options are equal, "
+                "so pass a list of queries in one request or put per-request options in Options(group=...)",
+            )
+    return first
+
+
+def _first_differing_key(first: Options, second: Options) -> str:
+    keys = sorted(set(first.keys()) | set(second.keys()))
+    for key in keys:
+        if first.get(key) != second.get(key):
+            return key
+    return keys[0] if keys else "options"

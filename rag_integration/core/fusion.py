@@ -1,0 +1,60 @@
+"""Reciprocal-rank fusion: the one routine every family uses to merge rankings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.options import OptionReader
+
+
+def rrf_fuse(
+    rankings: Sequence[Sequence[Mapping[str, Any]]],
+    top_k: int,
+    k: float = 60,
+    weights: Sequence[float] | None = None,
+) -> list[dict[str, Any]]:
+    """Fuse ranked passage lists: ``score(d) = sum_i w_i / (k + rank_i(d))``, ranks counted from 1.
+
+    A document keeps the text (and metadata) of the first ranking it appears in; ties break by doc_id.
+    """
+    reader = OptionReader({"top_k": top_k, "rrf_k": k, "rrf_weights": weights}, owner="rrf_fuse")
+    top_k = reader.integer("top_k", minimum=1)
+    k = reader.number("rrf_k", minimum=0.0, exclusive_minimum=True)
+    if isinstance(rankings, (str, bytes, Mapping)) or not isinstance(rankings, Sequence):
+        raise InvalidOptionError("rankings", rankings, "a list of ranked passage lists")
+    fusion_weights = _read_weights(weights, len(rankings))
+    fused: dict[str, float] = {}
+    first_seen: dict[str, Mapping[str, Any]] = {}
+    for ranking, weight in zip(rankings, fusion_weights):
+        if isinstance(ranking, (str, bytes, Mapping)) or not isinstance(ranking, Sequence):
+            raise InvalidOptionError("rankings", ranking, "a ranked list of passage dicts")
+        seen_here: set[str] = set()
+        for position, row in enumerate(ranking, start=1):
+            if not isinstance(row, Mapping) or not isinstance(row.get("doc_id"), str):
+                raise InvalidOptionError("rankings", row, "passage dicts with a str 'doc_id'")
+            doc_id = row["doc_id"]
+            if doc_id in seen_here:
+                continue
+            seen_here.add(doc_id)
+            fused[doc_id] = fused.get(doc_id, 0.0) + weight / (k + position)
+            first_seen.setdefault(doc_id, row)
+    ordered = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:top_k]
+    rows = []
+    for rank, (doc_id, score) in enumerate(ordered, start=1):
+        source = first_seen[doc_id]
+        row: dict[str, Any] = {"doc_id": doc_id, "text": source.get("text", ""), "score": score, "rank": rank}
+        if "metadata" in source:
+            row["metadata"] = source["metadata"]
+        rows.append(row)
+    return rows
+
+
+def _read_weights(weights: Sequence[float] | None, count: int) -> list[float]:
+    if weights is None:
+        return [1.0] * count
+    if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence) or len(weights) != count:
+        raise InvalidOptionError("rrf_weights", weights, f"a list of {count} non-negative numbers, one per ranking")
+    reader = OptionReader({f"rrf_weights[{i}]": weight for i, weight in enumerate(weights)})
+    return [reader.number(f"rrf_weights[{i}]", minimum=0.0) for i in range(count)]

@@ -1,0 +1,51 @@
+"""Passage rows and the one ranking routine that turns scored hits into them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any, TypedDict
+
+from rag_integration.core.documents import Document
+from rag_integration.core.errors import RankingContractError
+
+
+class Passage(TypedDict):
+    doc_id: str
+    text: str
+    score: float
+    rank: int
+
+
+def rank_hits(
+    hits: Iterable[tuple[int, float]],
+    documents: Sequence[Document],
+    top_k: int,
+    *,
+    positive_only: bool = True,
+    return_metadata: bool = False,
+) -> list[dict[str, Any]]:
+    """Sort ``(position, score)`` hits best first, ties by ascending doc_id, and build rank 1..n rows."""
+    best: dict[int, float] = {}
+    for position, score in hits:
+        if not 0 <= position < len(documents):
+            raise RankingContractError(f"backend returned document position {position} outside 0..{len(documents) - 1}")
+        value = float(score)
+        if not math.isfinite(value):
+            raise RankingContractError(f"backend returned a non-finite score {value} for position {position}")
+        if positive_only and value <= 0.0:
+            continue
+        if position not in best or value > best[position]:
+            best[position] = value
+    ordered = sorted(best.items(), key=lambda hit: (-hit[1], documents[hit[0]].doc_id))[:top_k]
+    return [
+        passage_row(documents[position], score, rank, return_metadata)
+        for rank, (position, score) in enumerate(ordered, start=1)
+    ]
+
+
+def passage_row(document: Document, score: float, rank: int, return_metadata: bool = False) -> dict[str, Any]:
+    row: dict[str, Any] = {"doc_id": document.doc_id, "text": document.text, "score": float(score), "rank": rank}
+    if return_metadata:
+        row["metadata"] = dict(document.metadata)
+    return row

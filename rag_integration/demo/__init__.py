@@ -1,0 +1,1 @@
+"""A small built-in corpus and the demo the README runs."""

@@ -1,0 +1,1 @@
+"""mloda feature groups: the connector families and the stage pipeline."""

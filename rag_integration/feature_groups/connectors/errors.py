@@ -1,0 +1,25 @@
+"""The SPEC's error classes, all ``ConnectorError(ValueError)`` subclasses (defined once in ``rag_integration.core``)."""
+
+from rag_integration.core.errors import (
+    BackendUnavailableError,
+    ConnectorError,
+    DeadlineExceededError,
+    DuplicateDocIdError,
+    GroundingError,
+    InvalidOptionError,
+    MissingOptionError,
+    RankingContractError,
+    SqlSafetyError,
+)
+
+__all__ = [
+    "BackendUnavailableError",
+    "ConnectorError",
+    "DeadlineExceededError",
+    "DuplicateDocIdError",
+    "GroundingError",
+    "InvalidOptionError",
+    "MissingOptionError",
+    "RankingContractError",
+    "SqlSafetyError",
+]

@@ -1,0 +1,175 @@
+"""The retrieve contract: options, validation, index reuse and passage rows. Backends fill four hooks."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from rag_integration.core.documents import Document, MetadataFilter, corpus_fingerprint, read_documents
+from rag_integration.core.errors import InvalidOptionError, MissingOptionError
+from rag_integration.core.feature_group import SelectorFeatureGroup
+from rag_integration.core.frames import column_values
+from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
+from rag_integration.core.options import OptionReader
+from rag_integration.core.passages import rank_hits
+
+Hits = list[tuple[int, float]]
+AllowedMask = npt.NDArray[np.bool_] | None
+
+
+@dataclass(frozen=True)
+class RetrieveRequest:
+    """One validated request: every query of it is answered by one batched search."""
+
+    queries: list[str]
+    documents: list[Document]
+    top_k: int
+    metadata_filter: MetadataFilter | None
+    return_metadata: bool
+    index_dir: Path | None
+
+    @classmethod
+    def read(cls, reader: OptionReader, data: Any) -> RetrieveRequest:
+        return cls(
+            queries=_read_queries(reader, data),
+            documents=_read_corpus(reader, data),
+            top_k=reader.integer("top_k", default=10, minimum=1),
+            metadata_filter=MetadataFilter.from_option(reader.raw("filters")),
+            return_metadata=reader.boolean("return_metadata", default=False),
+            index_dir=_read_index_dir(reader),
+        )
+
+
+class BaseRetrieveConnector(SelectorFeatureGroup):
+    """``retrieved_passages``: ranked passages for one query or a batch of queries over one corpus."""
+
+    FAMILY: ClassVar[str] = "retrieve"
+    FEATURE_NAME: ClassVar[str] = "retrieved_passages"
+    SELECTOR: ClassVar[str] = "retrieve_backend"
+    SOURCE_OPTIONS: ClassVar[tuple[str, ...]] = ("queries_source", "corpus_source")
+
+    @classmethod
+    def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
+        request = RetrieveRequest.read(reader, data)
+        settings = cls.read_settings(reader)
+        INDEX_CACHE.resize(reader.integer("index_cache_size", default=INDEX_CACHE.capacity, minimum=0))
+        return {cls.FEATURE_NAME: cls.retrieve(request, settings)}
+
+    @classmethod
+    def retrieve(cls, request: RetrieveRequest, settings: Mapping[str, Any]) -> list[list[dict[str, Any]]]:
+        """Rows for every query, built on the cached index for this corpus and these settings."""
+        documents = request.documents
+        allowed = None
+        if request.metadata_filter is not None:
+            allowed = np.zeros(len(documents), dtype=bool)
+            allowed[request.metadata_filter.positions(documents)] = True
+        if not documents or (allowed is not None and not allowed.any()):
+            return [[] for _ in request.queries]
+        index = cls.cached_index(documents, settings, request.index_dir)
+        hits = cls.search_exact(index, request.queries, request.top_k, allowed, len(documents))
+        return [
+            rank_hits(query_hits, documents, request.top_k, return_metadata=request.return_metadata)
+            for query_hits in hits
+        ]
+
+    @classmethod
+    def cached_index(cls, documents: Sequence[Document], settings: Mapping[str, Any], index_dir: Path | None) -> Any:
+        assert cls.BACKEND is not None
+        key = IndexKey.of(cls.BACKEND, settings, corpus_fingerprint(documents))
+        return INDEX_CACHE.get_or_build(
+            key,
+            lambda: cls.build_index(documents, settings),
+            index_dir=index_dir,
+            save=cls.save_index,
+            load=lambda folder: cls.load_index(folder, settings),
+        )
+
+    @classmethod
+    def search_exact(
+        cls, index: Any, queries: list[str], top_k: int, allowed: AllowedMask, document_count: int
+    ) -> list[Hits]:
+        """Ask the backend for one hit more than needed; where a tie crosses the cut, widen until it does not.
+
+        Libraries break ties by internal order; the contract breaks them by doc_id, which needs every tied hit.
+        """
+        depth = min(top_k + 1, document_count)
+        results = cls.search(index, queries, depth, allowed)
+        for position, hits in enumerate(results):
+            width = depth
+            while width < document_count and _tie_may_continue(hits, top_k, width):
+                width = min(width * 2, document_count)
+                hits = cls.search(index, [queries[position]], width, allowed)[0]
+            results[position] = hits
+        return results
+
+    @classmethod
+    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
+        """Backend options that shape the index (part of the cache key); JSON-serialisable."""
+        return {}
+
+    @classmethod
+    def build_index(cls, documents: Sequence[Document], settings: Mapping[str, Any]) -> Any:
+        raise NotImplementedError
+
+    @classmethod
+    def search(cls, index: Any, queries: list[str], depth: int, allowed: AllowedMask) -> list[Hits]:
+        """Up to ``depth`` best ``(document position, score)`` hits per query, never one outside ``allowed``."""
+        raise NotImplementedError
+
+    @classmethod
+    def save_index(cls, index: Any, folder: Path) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def load_index(cls, folder: Path, settings: Mapping[str, Any]) -> Any:
+        raise NotImplementedError
+
+
+def _tie_may_continue(hits: Hits, top_k: int, width: int) -> bool:
+    """True when all ``width`` hits came back and the last one still ties the score at the cut."""
+    if len(hits) < width or len(hits) <= top_k:
+        return False
+    scores = sorted((score for _, score in hits), reverse=True)
+    return scores[top_k - 1] > 0.0 and scores[-1] == scores[top_k - 1]
+
+
+def _read_queries(reader: OptionReader, data: Any) -> list[str]:
+    if reader.has("query_text") and reader.has("queries_source"):
+        raise InvalidOptionError("queries_source", reader.raw("queries_source"), "either query_text or queries_source")
+    if reader.has("queries_source"):
+        source = reader.string("queries_source")
+        queries = column_values(data, source, "queries_source")
+        for position, query in enumerate(queries):
+            if not isinstance(query, str):
+                raise InvalidOptionError(f"{source}[{position}]", query, "a query string in every row")
+        return queries
+    if not reader.has("query_text"):
+        raise MissingOptionError("query_text", "a string or a list of strings (or queries_source)", owner=reader.owner)
+    query_text = reader.string_or_strings("query_text")
+    return [query_text] if isinstance(query_text, str) else query_text
+
+
+def _read_corpus(reader: OptionReader, data: Any) -> list[Document]:
+    if reader.has("corpus") and reader.has("corpus_source"):
+        raise InvalidOptionError("corpus_source", reader.raw("corpus_source"), "either corpus or corpus_source")
+    if reader.has("corpus_source"):
+        source = reader.string("corpus_source")
+        return read_documents(column_values(data, source, "corpus_source"), source)
+    if not reader.has("corpus"):
+        raise MissingOptionError("corpus", "a list of document dicts (or corpus_source)", owner=reader.owner)
+    return read_documents(reader.raw("corpus"), "corpus")
+
+
+def _read_index_dir(reader: OptionReader) -> Path | None:
+    value = reader.raw("index_dir")
+    if value is None:
+        return None
+    if isinstance(value, os.PathLike) or (isinstance(value, str) and value):
+        return Path(value)
+    raise InvalidOptionError("index_dir", value, "a folder path (str or os.PathLike)")

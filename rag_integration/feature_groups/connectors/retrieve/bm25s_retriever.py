@@ -1,0 +1,77 @@
+"""Lucene BM25 through bm25s, with English stopwords and the Snowball English stemmer by default."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from rag_integration.core.documents import Document
+from rag_integration.core.extras import require_module
+from rag_integration.core.options import OptionReader
+from rag_integration.feature_groups.connectors.retrieve.base import AllowedMask, BaseRetrieveConnector, Hits
+
+BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+
+
+@dataclass(frozen=True)
+class Bm25sIndex:
+    retriever: Any
+    tokenizer: Any
+
+
+class Bm25sRetriever(BaseRetrieveConnector):
+    """``retrieve_backend="bm25s"``: sparse BM25 (options ``bm25_k1``, ``bm25_b``, ``bm25_method``, ``stemmer``)."""
+
+    BACKEND: ClassVar[str | None] = "bm25s"
+    EXTRA: ClassVar[str | None] = "connectors"
+    REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("bm25s", "Stemmer")
+
+    @classmethod
+    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
+        return {
+            "k1": reader.number("bm25_k1", default=1.5, minimum=0.0),
+            "b": reader.number("bm25_b", default=0.75, minimum=0.0, maximum=1.0),
+            "method": reader.choice("bm25_method", BM25_METHODS, default="lucene"),
+            "stemmer": reader.boolean("stemmer", default=True),
+        }
+
+    @classmethod
+    def build_index(cls, documents: Sequence[Document], settings: Mapping[str, Any]) -> Bm25sIndex:
+        bm25s = require_module("bm25s", "bm25s", "connectors")
+        tokenizer = _tokenizer(settings)
+        corpus_tokens = tokenizer.tokenize([document.text for document in documents], return_as="tuple", show_progress=False)
+        retriever = bm25s.BM25(k1=settings["k1"], b=settings["b"], method=settings["method"])
+        retriever.index(corpus_tokens, show_progress=False)
+        return Bm25sIndex(retriever, tokenizer)
+
+    @classmethod
+    def search(cls, index: Bm25sIndex, queries: list[str], depth: int, allowed: AllowedMask) -> list[Hits]:
+        query_ids = index.tokenizer.tokenize(queries, update_vocab=False, return_as="ids", show_progress=False)
+        weight_mask = None if allowed is None else allowed.astype(np.float32)
+        positions, scores = index.retriever.retrieve(query_ids, k=depth, weight_mask=weight_mask, show_progress=False)
+        return [
+            [(int(position), float(score)) for position, score in zip(row_positions, row_scores)]
+            for row_positions, row_scores in zip(positions, scores)
+        ]
+
+    @classmethod
+    def save_index(cls, index: Bm25sIndex, folder: Path) -> None:
+        index.retriever.save(str(folder), show_progress=False)
+        index.tokenizer.save_vocab(str(folder))
+
+    @classmethod
+    def load_index(cls, folder: Path, settings: Mapping[str, Any]) -> Bm25sIndex:
+        bm25s = require_module("bm25s", "bm25s", "connectors")
+        tokenizer = _tokenizer(settings)
+        tokenizer.load_vocab(str(folder))
+        return Bm25sIndex(bm25s.BM25.load(str(folder), show_progress=False), tokenizer)
+
+
+def _tokenizer(settings: Mapping[str, Any]) -> Any:
+    bm25s = require_module("bm25s", "bm25s", "connectors")
+    stemmer = require_module("Stemmer", "bm25s", "connectors").Stemmer("english") if settings["stemmer"] else None
+    return bm25s.tokenization.Tokenizer(stopwords="en", stemmer=stemmer)

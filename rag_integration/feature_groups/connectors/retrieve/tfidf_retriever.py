@@ -1,0 +1,91 @@
+"""Sparse TF-IDF with cosine similarity through scikit-learn's TfidfVectorizer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from rag_integration.core.documents import Document
+from rag_integration.core.extras import require_module
+from rag_integration.core.options import OptionReader
+from rag_integration.feature_groups.connectors.retrieve.base import AllowedMask, BaseRetrieveConnector, Hits
+
+
+@dataclass(frozen=True)
+class TfidfIndex:
+    vectorizer: Any
+    document_matrix: Any
+
+
+class TfidfRetriever(BaseRetrieveConnector):
+    """``retrieve_backend="tfidf"``: l2-normalised TF-IDF vectors (options ``tfidf_sublinear_tf``, ``tfidf_ngram_max``)."""
+
+    BACKEND: ClassVar[str | None] = "tfidf"
+    EXTRA: ClassVar[str | None] = "tfidf"
+    REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("sklearn", "scipy")
+
+    @classmethod
+    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
+        return {
+            "sublinear_tf": reader.boolean("tfidf_sublinear_tf", default=True),
+            "ngram_max": reader.integer("tfidf_ngram_max", default=1, minimum=1, maximum=3),
+        }
+
+    @classmethod
+    def build_index(cls, documents: Sequence[Document], settings: Mapping[str, Any]) -> TfidfIndex:
+        vectorizer = _vectorizer(settings)
+        texts = [document.text for document in documents]
+        try:
+            matrix = vectorizer.fit_transform(texts)
+        except ValueError:  # every document is empty or stopwords only: nothing can match
+            vectorizer = _vectorizer(settings, vocabulary={"\0": 0})
+            matrix = vectorizer.fit_transform(texts)
+        return TfidfIndex(vectorizer, matrix.tocsr())
+
+    @classmethod
+    def search(cls, index: TfidfIndex, queries: list[str], depth: int, allowed: AllowedMask) -> list[Hits]:
+        similarities = (index.vectorizer.transform(queries) @ index.document_matrix.T).toarray()
+        if allowed is not None:
+            similarities[:, ~allowed] = 0.0
+        return [_top_hits(row, depth) for row in similarities]
+
+    @classmethod
+    def save_index(cls, index: TfidfIndex, folder: Path) -> None:
+        sparse = require_module("scipy.sparse", "tfidf", "tfidf")
+        vocabulary = {term: int(column) for term, column in index.vectorizer.vocabulary_.items()}
+        (folder / "vocabulary.json").write_text(json.dumps(vocabulary, sort_keys=True), encoding="utf-8")
+        np.save(folder / "idf.npy", index.vectorizer.idf_, allow_pickle=False)
+        sparse.save_npz(folder / "documents.npz", index.document_matrix)
+
+    @classmethod
+    def load_index(cls, folder: Path, settings: Mapping[str, Any]) -> TfidfIndex:
+        sparse = require_module("scipy.sparse", "tfidf", "tfidf")
+        vocabulary = json.loads((folder / "vocabulary.json").read_text(encoding="utf-8"))
+        vectorizer = _vectorizer(settings, vocabulary=vocabulary)
+        vectorizer.idf_ = np.load(folder / "idf.npy", allow_pickle=False)
+        return TfidfIndex(vectorizer, sparse.load_npz(folder / "documents.npz").tocsr())
+
+
+def _vectorizer(settings: Mapping[str, Any], vocabulary: Mapping[str, int] | None = None) -> Any:
+    text = require_module("sklearn.feature_extraction.text", "tfidf", "tfidf")
+    return text.TfidfVectorizer(
+        lowercase=True,
+        stop_words="english",
+        sublinear_tf=settings["sublinear_tf"],
+        ngram_range=(1, settings["ngram_max"]),
+        vocabulary=vocabulary,
+        dtype=np.float64,
+    )
+
+
+def _top_hits(scores: Any, depth: int) -> Hits:
+    if depth < len(scores):
+        best = np.argpartition(-scores, depth - 1)[:depth]
+    else:
+        best = np.arange(len(scores))
+    return [(int(position), float(scores[position])) for position in best]

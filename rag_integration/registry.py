@@ -1,0 +1,63 @@
+"""Which backends exist, what selects them, and whether their extra is installed."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from rag_integration.core.feature_group import SelectorFeatureGroup
+
+FAMILY_MODULES = ("rag_integration.feature_groups.connectors.retrieve",)
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    family: str
+    feature: str
+    selector: str
+    value: str
+    class_name: str
+    extra: str
+    installed: bool
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "family": self.family,
+            "feature": self.feature,
+            "selector": self.selector,
+            "value": self.value,
+            "class": self.class_name,
+            "extra": self.extra,
+            "installed": self.installed,
+        }
+
+
+def backend_classes() -> list[type[SelectorFeatureGroup]]:
+    """Every imported concrete backend class, after importing this package's families."""
+    for module in FAMILY_MODULES:
+        importlib.import_module(module)
+    found: list[type[SelectorFeatureGroup]] = []
+    pending = list(SelectorFeatureGroup.__subclasses__())
+    while pending:
+        candidate = pending.pop()
+        pending.extend(candidate.__subclasses__())
+        if candidate.BACKEND is not None and candidate not in found:
+            found.append(candidate)
+    return found
+
+
+def available_backends() -> list[dict[str, object]]:
+    """One dict per backend: family, feature, selector, value, class, extra, installed; sorted by family and value."""
+    infos = [
+        BackendInfo(
+            family=cls.FAMILY,
+            feature=cls.FEATURE_NAME,
+            selector=cls.SELECTOR,
+            value=str(cls.BACKEND),
+            class_name=cls.__name__,
+            extra=cls.EXTRA or "",
+            installed=cls.is_installed(),
+        )
+        for cls in backend_classes()
+    ]
+    return [info.as_dict() for info in sorted(infos, key=lambda info: (info.feature, info.value, info.class_name))]
