@@ -65,7 +65,6 @@ class HashEmbedder:
         return normalise_rows(matrix)
 
 
-
 @functools.lru_cache(maxsize=65536)
 def _hash_slot(word: str, dimension: int) -> tuple[int, float]:
     """Bucket and sign from blake2b, not ``hash()``, which differs between processes."""
@@ -95,9 +94,7 @@ class OnnxEmbedder:
         self._tokenizer.no_padding()
         session_options = ort.SessionOptions()
         session_options.log_severity_level = 3
-        self._session = ort.InferenceSession(
-            str(model_path), session_options, providers=["CPUExecutionProvider"]
-        )
+        self._session = ort.InferenceSession(str(model_path), session_options, providers=["CPUExecutionProvider"])
         self._input_names = {node.name for node in self._session.get_inputs()}
         self.dimension = int(self._session.get_outputs()[0].shape[-1])
 

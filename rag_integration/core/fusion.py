@@ -41,14 +41,14 @@ def rrf_fuse(
             fused[doc_id] = fused.get(doc_id, 0.0) + weight / (k + position)
             first_seen.setdefault(doc_id, row)
     ordered = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:top_k]
-    rows = []
+    fused_rows: list[dict[str, Any]] = []
     for rank, (doc_id, score) in enumerate(ordered, start=1):
         source = first_seen[doc_id]
-        row: dict[str, Any] = {"doc_id": doc_id, "text": source.get("text", ""), "score": score, "rank": rank}
+        fused_row: dict[str, Any] = {"doc_id": doc_id, "text": source.get("text", ""), "score": score, "rank": rank}
         if "metadata" in source:
-            row["metadata"] = source["metadata"]
-        rows.append(row)
-    return rows
+            fused_row["metadata"] = source["metadata"]
+        fused_rows.append(fused_row)
+    return fused_rows
 
 
 def _read_weights(weights: Sequence[float] | None, count: int) -> list[float]:

@@ -43,7 +43,9 @@ class Bm25sRetriever(BaseRetrieveConnector):
     def build_index(cls, documents: Sequence[Document], settings: Mapping[str, Any]) -> Bm25sIndex:
         bm25s = require_module("bm25s", "bm25s", "connectors")
         tokenizer = _tokenizer(settings)
-        corpus_tokens = tokenizer.tokenize([document.text for document in documents], return_as="tuple", show_progress=False)
+        corpus_tokens = tokenizer.tokenize(
+            [document.text for document in documents], return_as="tuple", show_progress=False
+        )
         retriever = bm25s.BM25(k1=settings["k1"], b=settings["b"], method=settings["method"])
         retriever.index(corpus_tokens, show_progress=False)
         return Bm25sIndex(retriever, tokenizer)

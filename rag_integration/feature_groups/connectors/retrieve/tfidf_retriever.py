@@ -84,8 +84,5 @@ def _vectorizer(settings: Mapping[str, Any], vocabulary: Mapping[str, int] | Non
 
 
 def _top_hits(scores: Any, depth: int) -> Hits:
-    if depth < len(scores):
-        best = np.argpartition(-scores, depth - 1)[:depth]
-    else:
-        best = np.arange(len(scores))
+    best = np.argpartition(-scores, depth - 1)[:depth] if depth < len(scores) else np.arange(len(scores))
     return [(int(position), float(scores[position])) for position in best]

@@ -1,0 +1,238 @@
+"""The retrieve contract kit.
+
+Subclass ``RetrieveContractTests`` in a test module and implement ``connector_class``; override
+``backend_options`` for options your backend needs in tests (e.g. a small embedder), and
+``matches_by_word_overlap`` if a query sharing no word with a document may still retrieve it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError, MissingOptionError
+from rag_integration.core.index_cache import INDEX_CACHE
+from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
+from rag_integration.testing.runner import run_feature
+
+CORPUS: list[dict[str, Any]] = [
+    {"doc_id": "cat", "lang": "en", "text": "The cat purrs and naps on the warm windowsill all afternoon."},
+    {"doc_id": "dog", "lang": "en", "text": "A loyal dog fetches the ball and guards the garden gate."},
+    {"doc_id": "engine", "lang": "en", "text": "Change the engine oil and the oil filter of the car every year."},
+    {"doc_id": "bread", "lang": "de", "text": "Sourdough bread needs a starter, flour, water and a hot oven."},
+    {"doc_id": "tide", "lang": "de", "text": "The moon pulls the ocean, making the tide rise twice a day."},
+    {"doc_id": "volcano", "lang": "fr", "text": "Lava from the volcano flows down the mountain after an eruption."},
+]
+ROW_KEYS = {"doc_id", "text", "score", "rank"}
+
+
+class RetrieveContractTests:
+    """Every retrieve backend must pass these; each test runs through ``mlodaAPI.run_all``."""
+
+    feature_name: ClassVar[str] = "retrieved_passages"
+
+    @classmethod
+    def connector_class(cls) -> type[BaseRetrieveConnector]:
+        raise NotImplementedError("return the backend class under test")
+
+    @classmethod
+    def backend_options(cls) -> dict[str, Any]:
+        """Extra options every request of this backend needs in tests."""
+        return {}
+
+    @classmethod
+    def matches_by_word_overlap(cls) -> bool:
+        """True when a query that shares no word with the corpus returns no passage."""
+        return True
+
+    def retrieve(self, **options: Any) -> list[Any]:
+        connector = self.connector_class()
+        request = {"retrieve_backend": connector.BACKEND, **self.backend_options(), **options}
+        return run_feature(self.feature_name, request, {connector})
+
+    def one(self, **options: Any) -> list[dict[str, Any]]:
+        rows = self.retrieve(**options)
+        assert len(rows) == 1, rows
+        return list(rows[0])
+
+    @pytest.fixture(autouse=True)
+    def _fresh_index_cache(self) -> None:
+        INDEX_CACHE.clear()
+
+    def test_row_shape_and_types(self) -> None:
+        passages = self.one(query_text="cat windowsill", corpus=CORPUS)
+        assert passages
+        for passage in passages:
+            assert set(passage) == ROW_KEYS
+            assert isinstance(passage["doc_id"], str) and isinstance(passage["text"], str)
+            assert type(passage["score"]) is float and type(passage["rank"]) is int
+            assert passage["text"] == next(doc["text"] for doc in CORPUS if doc["doc_id"] == passage["doc_id"])
+
+    def test_ranks_and_scores_are_ordered(self) -> None:
+        passages = self.one(query_text="oil for the car engine and the dog", corpus=CORPUS, top_k=6)
+        assert [passage["rank"] for passage in passages] == list(range(1, len(passages) + 1))
+        scores = [passage["score"] for passage in passages]
+        assert scores == sorted(scores, reverse=True)
+        assert all(score > 0.0 for score in scores)
+
+    def test_expected_top_document_with_margin(self) -> None:
+        passages = self.one(query_text="engine oil filter for my car", corpus=CORPUS, top_k=3)
+        assert passages[0]["doc_id"] == "engine"
+        if len(passages) > 1:
+            assert passages[0]["score"] > passages[1]["score"]
+
+    def test_top_k_bounds(self) -> None:
+        assert len(self.one(query_text="the cat and the dog", corpus=CORPUS, top_k=1)) == 1
+        everything = self.one(query_text="the cat and the dog", corpus=CORPUS, top_k=1000)
+        assert 2 <= len(everything) <= len(CORPUS)
+        default = self.one(query_text="the cat and the dog", corpus=CORPUS)
+        assert default == everything[:10]
+
+    @pytest.mark.parametrize("bad_top_k", [0, -3, True, 2.0, "5", None.__class__])
+    def test_bad_top_k_is_a_typed_error(self, bad_top_k: Any) -> None:
+        with pytest.raises(InvalidOptionError, match="top_k"):
+            self.retrieve(query_text="cat", corpus=CORPUS, top_k=bad_top_k)
+
+    def test_empty_corpus_returns_no_passage(self) -> None:
+        assert self.retrieve(query_text=["cat", "dog"], corpus=[]) == [[], []]
+
+    def test_query_sharing_nothing_returns_empty(self) -> None:
+        passages = self.one(query_text="zyxwvut qqqq", corpus=CORPUS)
+        if self.matches_by_word_overlap():
+            assert passages == []
+        else:  # nearest neighbours by meaning: whatever comes back still has a positive score
+            assert all(passage["score"] > 0.0 for passage in passages)
+
+    def test_batched_queries_equal_one_by_one(self) -> None:
+        queries = ["cat windowsill", "engine oil", "moon tide ocean", "lava eruption"]
+        batched = self.retrieve(query_text=queries, corpus=CORPUS, top_k=3)
+        assert len(batched) == len(queries)
+        for query, rows in zip(queries, batched):
+            assert list(rows) == self.one(query_text=query, corpus=CORPUS, top_k=3)
+
+    def test_deterministic_across_runs(self) -> None:
+        first = self.retrieve(query_text=["the dog and the cat", "oil"], corpus=CORPUS, top_k=4)
+        INDEX_CACHE.clear()
+        assert self.retrieve(query_text=["the dog and the cat", "oil"], corpus=CORPUS, top_k=4) == first
+
+    def test_ties_break_by_doc_id(self) -> None:
+        text = "identical twin documents about comets"
+        twins = [{"doc_id": doc_id, "text": text} for doc_id in ("b", "c", "a")]
+        passages = self.one(query_text="comets", corpus=twins + CORPUS, top_k=2)
+        assert [passage["doc_id"] for passage in passages] == ["a", "b"]
+
+    def test_filters_never_leak(self) -> None:
+        passages = self.one(
+            query_text="cat dog engine oil bread tide lava", corpus=CORPUS, top_k=10, filters={"lang": ["de", "fr"]}
+        )
+        assert passages
+        assert {passage["doc_id"] for passage in passages} <= {"bread", "tide", "volcano"}
+        assert self.one(query_text="cat purrs windowsill", corpus=CORPUS, filters={"lang": "de"}) == [] or all(
+            passage["doc_id"] in {"bread", "tide"}
+            for passage in self.one(query_text="cat", corpus=CORPUS, filters={"lang": "de"})
+        )
+        assert self.one(query_text="cat", corpus=CORPUS, filters={"lang": "xx"}) == []
+
+    def test_return_metadata(self) -> None:
+        passages = self.one(query_text="bread oven", corpus=CORPUS, return_metadata=True, top_k=1)
+        assert passages[0]["metadata"] == {"lang": "de"}
+
+    def test_doc_ids_are_normalised(self) -> None:
+        corpus = [{"doc_id": 7, "text": "comet tails glow"}, {"text": "planets orbit the sun"}, *CORPUS]
+        passages = self.one(query_text="comet tails", corpus=corpus)
+        assert passages[0]["doc_id"] == "7"
+        assert self.one(query_text="planets orbit", corpus=corpus)[0]["doc_id"] == "1"
+
+    def test_second_call_reuses_the_index(self) -> None:
+        self.retrieve(query_text="cat", corpus=CORPUS)
+        builds = INDEX_CACHE.stats.builds
+        self.retrieve(query_text=["dog", "oil"], corpus=CORPUS, top_k=2)
+        assert INDEX_CACHE.stats.builds == builds
+        assert INDEX_CACHE.stats.hits >= 1
+
+    def test_changed_corpus_is_never_served_a_stale_index(self) -> None:
+        self.retrieve(query_text="cat", corpus=CORPUS)
+        changed = [dict(doc, text="nothing about felines here") if doc["doc_id"] == "cat" else doc for doc in CORPUS]
+        passages = self.one(query_text="cat windowsill purrs", corpus=changed)
+        assert "cat" not in [passage["doc_id"] for passage in passages]
+
+    def test_index_dir_persists_and_reloads(self, tmp_path: Path) -> None:
+        first = self.retrieve(query_text=["cat", "engine oil"], corpus=CORPUS, index_dir=str(tmp_path))
+        assert any(tmp_path.iterdir())
+        INDEX_CACHE.clear()
+        second = self.retrieve(query_text=["cat", "engine oil"], corpus=CORPUS, index_dir=str(tmp_path))
+        assert second == first
+        assert INDEX_CACHE.stats.builds == 0 and INDEX_CACHE.stats.loads >= 1
+
+    def test_options_in_group_work_too(self) -> None:
+        connector = self.connector_class()
+        request = {
+            "retrieve_backend": connector.BACKEND,
+            **self.backend_options(),
+            "query_text": "engine oil",
+            "corpus": CORPUS,
+            "top_k": 1,
+        }
+        rows = run_feature(self.feature_name, request, {connector}, in_group=True)
+        assert rows[0][0]["doc_id"] == "engine"
+
+    @pytest.mark.parametrize(
+        ("options", "error", "option_name"),
+        [
+            ({"corpus": CORPUS}, MissingOptionError, "query_text"),
+            ({"query_text": "cat"}, MissingOptionError, "corpus"),
+            ({"query_text": 5, "corpus": CORPUS}, InvalidOptionError, "query_text"),
+            ({"query_text": ["cat", 3], "corpus": CORPUS}, InvalidOptionError, "query_text"),
+            ({"query_text": [], "corpus": CORPUS}, InvalidOptionError, "query_text"),
+            ({"query_text": "cat", "corpus": "a cat"}, InvalidOptionError, "corpus"),
+            ({"query_text": "cat", "corpus": ["a cat"]}, InvalidOptionError, "corpus"),
+            ({"query_text": "cat", "corpus": [{"doc_id": "x"}]}, InvalidOptionError, "corpus"),
+            ({"query_text": "cat", "corpus": [{"doc_id": 1.5, "text": "t"}]}, InvalidOptionError, "doc_id"),
+            ({"query_text": "cat", "corpus": CORPUS, "filters": ["lang"]}, InvalidOptionError, "filters"),
+            ({"query_text": "cat", "corpus": CORPUS, "return_metadata": "yes"}, InvalidOptionError, "return_metadata"),
+            ({"query_text": "cat", "corpus": CORPUS, "index_cache_size": -1}, InvalidOptionError, "index_cache_size"),
+        ],
+    )
+    def test_bad_input_is_a_typed_error(
+        self, options: Mapping[str, Any], error: type[Exception], option_name: str
+    ) -> None:
+        with pytest.raises(error, match=option_name):
+            self.retrieve(**options)
+
+    def test_duplicate_doc_ids_are_refused(self) -> None:
+        with pytest.raises(DuplicateDocIdError, match="corpus"):
+            self.retrieve(query_text="cat", corpus=[{"doc_id": "1", "text": "a"}, {"doc_id": 1, "text": "b"}])
+
+    def test_same_ranking_in_a_fresh_process(self) -> None:
+        connector = self.connector_class()
+        script = (
+            "import json, sys\n"
+            "from rag_integration.testing.runner import run_feature\n"
+            f"from {connector.__module__} import {connector.__name__} as Connector\n"
+            "options = json.loads(sys.argv[1])\n"
+            "print(json.dumps(run_feature('retrieved_passages', options, {Connector})))\n"
+        )
+        import json
+
+        options = {
+            "retrieve_backend": connector.BACKEND,
+            **self.backend_options(),
+            "query_text": ["the cat and the dog", "oil"],
+            "corpus": CORPUS,
+            "top_k": 4,
+        }
+        environment = dict(os.environ, PYTHONHASHSEED="12345")
+        completed = subprocess.run(
+            [sys.executable, "-c", script, json.dumps(options)],
+            capture_output=True,
+            text=True,
+            env=environment,
+            check=True,
+        )
+        assert json.loads(completed.stdout.strip().splitlines()[-1]) == self.retrieve(**options)
