@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from dataclasses import dataclass
 
 from rag_integration.core.feature_group import SelectorFeatureGroup
 
-FAMILY_MODULES = ("rag_integration.feature_groups.connectors.retrieve",)
+CONNECTORS_PACKAGE = "rag_integration.feature_groups.connectors"
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,10 @@ class BackendInfo:
 
 def backend_classes() -> list[type[SelectorFeatureGroup]]:
     """Every imported concrete backend class, after importing this package's families."""
-    for module in FAMILY_MODULES:
-        importlib.import_module(module)
+    connectors = importlib.import_module(CONNECTORS_PACKAGE)
+    for family in pkgutil.iter_modules(connectors.__path__):
+        if family.ispkg:
+            importlib.import_module(f"{CONNECTORS_PACKAGE}.{family.name}")
     found: list[type[SelectorFeatureGroup]] = []
     pending = list(SelectorFeatureGroup.__subclasses__())
     while pending:
