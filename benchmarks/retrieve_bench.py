@@ -37,7 +37,9 @@ class DoNothingRetriever(FeatureGroup):
     """Matches ``retrieved_passages`` with ``retrieve_backend="noop"`` and returns one fixed row: mloda's floor."""
 
     @classmethod
-    def match_feature_group_criteria(cls, feature_name: Any, options: Options, data_access_collection: Any = None) -> bool:
+    def match_feature_group_criteria(
+        cls, feature_name: Any, options: Options, data_access_collection: Any = None
+    ) -> bool:
         return str(feature_name) == "retrieved_passages" and options.get("retrieve_backend") == "noop"
 
     def input_features(self, options: Options, feature_name: Any) -> set[Feature] | None:
@@ -56,7 +58,10 @@ def synthetic_corpus() -> tuple[list[dict[str, str]], list[str]]:
     generator.shuffle(words)
     weights = [1.0 / (rank + 1) for rank in range(VOCABULARY)]  # Zipf-like word frequencies
     corpus = [
-        {"doc_id": f"doc-{number:05d}", "text": " ".join(generator.choices(words, weights, k=generator.randint(30, 80)))}
+        {
+            "doc_id": f"doc-{number:05d}",
+            "text": " ".join(generator.choices(words, weights, k=generator.randint(30, 80))),
+        }
         for number in range(DOCUMENTS)
     ]
     queries = [" ".join(generator.choices(words, weights, k=generator.randint(2, 6))) for _ in range(QUERIES)]
@@ -109,7 +114,9 @@ def main() -> int:
     floor = seconds(lambda: run(dict(single, retrieve_backend="noop"), DoNothingRetriever), repeats=10)
     rebuilt = INDEX_CACHE.stats.builds - builds
     print(f"(b) do-nothing FeatureGroup, same options, median of 10: {floor:.3f} s")
-    print(f"    connector single-query run_all, median of 10:        {ours_warm:.3f} s   ratio {ours_warm / floor:.2f}x")
+    print(
+        f"    connector single-query run_all, median of 10:        {ours_warm:.3f} s   ratio {ours_warm / floor:.2f}x"
+    )
     print(f"    index builds during the 10 warm calls: {rebuilt}")
     return 0
 
