@@ -26,7 +26,8 @@ class SelectorFeatureGroup(FeatureGroup):
     BACKEND: ClassVar[str | None] = None
     EXTRA: ClassVar[str | None] = None
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ()
-    SOURCE_OPTIONS: ClassVar[tuple[str, ...]] = ()
+    SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {}
+    """Option naming an upstream feature -> the inline option it replaces (``queries_source`` -> ``query_text``)."""
 
     @classmethod
     def match_feature_group_criteria(
@@ -41,9 +42,16 @@ class SelectorFeatureGroup(FeatureGroup):
         return isinstance(selected, str) and selected == cls.BACKEND
 
     def input_features(self, options: Options, feature_name: FeatureName) -> set[Feature] | None:
-        """Upstream features named by this family's ``*_source`` options; a request without them is a root."""
-        sources = {options.get(key) for key in self.SOURCE_OPTIONS}
-        named = {Feature(source) for source in sources if isinstance(source, str) and source}
+        """Upstream features named by this family's ``*_source`` options; a request without them is a root.
+
+        A source given together with its inline alternative (or not as a string) is not declared, so the
+        request reaches ``answer`` and fails there with a typed error instead of in mloda's resolution.
+        """
+        named = set()
+        for source_option, inline_option in self.SOURCE_OPTIONS.items():
+            source = options.get(source_option)
+            if isinstance(source, str) and source and options.get(inline_option) is None:
+                named.add(Feature(source))
         return named or None
 
     @classmethod

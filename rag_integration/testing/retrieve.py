@@ -197,6 +197,12 @@ class RetrieveContractTests:
             ({"query_text": "cat", "corpus": CORPUS, "filters": ["lang"]}, InvalidOptionError, "filters"),
             ({"query_text": "cat", "corpus": CORPUS, "return_metadata": "yes"}, InvalidOptionError, "return_metadata"),
             ({"query_text": "cat", "corpus": CORPUS, "index_cache_size": -1}, InvalidOptionError, "index_cache_size"),
+            ({"query_text": "cat", "corpus": CORPUS, "index_cache_size": 2.0}, InvalidOptionError, "index_cache_size"),
+            ({"query_text": "cat", "corpus": CORPUS, "index_dir": 5}, InvalidOptionError, "index_dir"),
+            ({"queries_source": ["cat"], "corpus": CORPUS}, InvalidOptionError, "queries_source"),
+            ({"query_text": "cat", "corpus_source": 5}, InvalidOptionError, "corpus_source"),
+            ({"query_text": "cat", "queries_source": "q", "corpus": CORPUS}, InvalidOptionError, "queries_source"),
+            ({"query_text": "cat", "corpus": CORPUS, "corpus_source": "d"}, InvalidOptionError, "corpus_source"),
         ],
     )
     def test_bad_input_is_a_typed_error(

@@ -52,7 +52,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
     FAMILY: ClassVar[str] = "retrieve"
     FEATURE_NAME: ClassVar[str] = "retrieved_passages"
     SELECTOR: ClassVar[str] = "retrieve_backend"
-    SOURCE_OPTIONS: ClassVar[tuple[str, ...]] = ("queries_source", "corpus_source")
+    SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"queries_source": "query_text", "corpus_source": "corpus"}
 
     @classmethod
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
