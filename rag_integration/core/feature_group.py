@@ -44,14 +44,15 @@ class SelectorFeatureGroup(FeatureGroup):
     def input_features(self, options: Options, feature_name: FeatureName) -> set[Feature] | None:
         """Upstream features named by this family's ``*_source`` options; a request without them is a root.
 
-        A source given together with its inline alternative (or not as a string) is not declared, so the
-        request reaches ``answer`` and fails there with a typed error instead of in mloda's resolution.
+        The request's options travel upstream, so a chained stage feature sees the same options. A source given
+        together with its inline alternative (or not as a string) is not declared, so the request reaches
+        ``answer`` and fails there with a typed error instead of in mloda's resolution.
         """
         named = set()
         for source_option, inline_option in self.SOURCE_OPTIONS.items():
             source = options.get(source_option)
             if isinstance(source, str) and source and options.get(inline_option) is None:
-                named.add(Feature(source))
+                named.add(Feature(source, options=options))
         return named or None
 
     @classmethod

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypedDict
 
 from rag_integration.core.documents import Document
 from rag_integration.core.errors import RankingContractError
+
+Hits = list[tuple[int, float]]
 
 
 class Passage(TypedDict):
@@ -49,3 +51,29 @@ def passage_row(document: Document, score: float, rank: int, return_metadata: bo
     if return_metadata:
         row["metadata"] = dict(document.metadata)
     return row
+
+
+def search_with_exact_ties(
+    search: Callable[[list[str], int], list[Hits]], queries: list[str], top_k: int, candidate_count: int
+) -> list[Hits]:
+    """Ask ``search`` for one hit more than needed; where a tie crosses the cut, widen until it does not.
+
+    Libraries break ties by internal order; the contract breaks them by doc_id, which needs every tied hit.
+    """
+    depth = min(top_k + 1, candidate_count)
+    results = search(queries, depth)
+    for position, hits in enumerate(results):
+        width = depth
+        while width < candidate_count and _tie_may_continue(hits, top_k, width):
+            width = min(width * 2, candidate_count)
+            hits = search([queries[position]], width)[0]
+        results[position] = hits
+    return results
+
+
+def _tie_may_continue(hits: Hits, top_k: int, width: int) -> bool:
+    """True when all ``width`` hits came back and the last one still ties the score at the cut."""
+    if len(hits) < width or len(hits) <= top_k:
+        return False
+    scores = sorted((score for _, score in hits), reverse=True)
+    return scores[top_k - 1] > 0.0 and scores[-1] == scores[top_k - 1]

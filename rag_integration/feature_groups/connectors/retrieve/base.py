@@ -17,9 +17,8 @@ from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.frames import column_values
 from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import rank_hits
+from rag_integration.core.passages import Hits, rank_hits, search_with_exact_ties
 
-Hits = list[tuple[int, float]]
 AllowedMask = npt.NDArray[np.bool_] | None
 
 
@@ -94,19 +93,9 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
     def search_exact(
         cls, index: Any, queries: list[str], top_k: int, allowed: AllowedMask, document_count: int
     ) -> list[Hits]:
-        """Ask the backend for one hit more than needed; where a tie crosses the cut, widen until it does not.
-
-        Libraries break ties by internal order; the contract breaks them by doc_id, which needs every tied hit.
-        """
-        depth = min(top_k + 1, document_count)
-        results = cls.search(index, queries, depth, allowed)
-        for position, hits in enumerate(results):
-            width = depth
-            while width < document_count and _tie_may_continue(hits, top_k, width):
-                width = min(width * 2, document_count)
-                hits = cls.search(index, [queries[position]], width, allowed)[0]
-            results[position] = hits
-        return results
+        return search_with_exact_ties(
+            lambda batch, depth: cls.search(index, batch, depth, allowed), queries, top_k, document_count
+        )
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
@@ -129,14 +118,6 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
     @classmethod
     def load_index(cls, folder: Path, settings: Mapping[str, Any]) -> Any:
         raise NotImplementedError
-
-
-def _tie_may_continue(hits: Hits, top_k: int, width: int) -> bool:
-    """True when all ``width`` hits came back and the last one still ties the score at the cut."""
-    if len(hits) < width or len(hits) <= top_k:
-        return False
-    scores = sorted((score for _, score in hits), reverse=True)
-    return scores[top_k - 1] > 0.0 and scores[-1] == scores[top_k - 1]
 
 
 def _read_queries(reader: OptionReader, data: Any) -> list[str]:

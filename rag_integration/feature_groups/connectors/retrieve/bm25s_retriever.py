@@ -12,7 +12,8 @@ import numpy as np
 from rag_integration.core.documents import Document
 from rag_integration.core.extras import require_module
 from rag_integration.core.options import OptionReader
-from rag_integration.feature_groups.connectors.retrieve.base import AllowedMask, BaseRetrieveConnector, Hits
+from rag_integration.core.passages import Hits
+from rag_integration.feature_groups.connectors.retrieve.base import AllowedMask, BaseRetrieveConnector
 
 BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 

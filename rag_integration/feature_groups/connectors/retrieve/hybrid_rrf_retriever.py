@@ -10,7 +10,8 @@ from typing import Any, ClassVar
 from rag_integration.core.documents import Document
 from rag_integration.core.fusion import rrf_fuse
 from rag_integration.core.options import OptionReader
-from rag_integration.feature_groups.connectors.retrieve.base import AllowedMask, BaseRetrieveConnector, Hits
+from rag_integration.core.passages import Hits
+from rag_integration.feature_groups.connectors.retrieve.base import AllowedMask, BaseRetrieveConnector
 from rag_integration.feature_groups.connectors.retrieve.bm25s_retriever import Bm25sRetriever
 from rag_integration.feature_groups.connectors.retrieve.faiss_retriever import FaissDenseRetriever
 
