@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from rag_integration.core.feature_group import SelectorFeatureGroup
 
 CONNECTORS_PACKAGE = "rag_integration.feature_groups.connectors"
+PIPELINE_PACKAGE = "rag_integration.feature_groups.rag_pipeline"
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ def backend_classes() -> list[type[SelectorFeatureGroup]]:
     for family in pkgutil.iter_modules(connectors.__path__):
         if family.ispkg:
             importlib.import_module(f"{CONNECTORS_PACKAGE}.{family.name}")
+    importlib.import_module(PIPELINE_PACKAGE)
     found: list[type[SelectorFeatureGroup]] = []
     pending = list(SelectorFeatureGroup.__subclasses__())
     while pending:

@@ -43,6 +43,10 @@ class InvalidOptionError(ConnectorError):
         super().__init__(f"option '{option}' got {short_repr(value)} ({type(value).__name__}): expected {expected}")
 
 
+class IndexMismatchError(InvalidOptionError):
+    """A persisted index was built from another corpus or embedding model than the request names."""
+
+
 class DuplicateDocIdError(ConnectorError):
     """Two documents (or candidates) share one effective doc_id."""
 
@@ -89,6 +93,7 @@ __all__ = [
     "DeadlineExceededError",
     "DuplicateDocIdError",
     "GroundingError",
+    "IndexMismatchError",
     "InvalidOptionError",
     "MissingOptionError",
     "RankingContractError",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from rag_integration.core.frames import column_values
 from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import Hits, rank_hits, search_with_exact_ties
+from rag_integration.core.queries import read_index_dir, read_queries
 
 AllowedMask = npt.NDArray[np.bool_] | None
 
@@ -36,12 +36,12 @@ class RetrieveRequest:
     @classmethod
     def read(cls, reader: OptionReader, data: Any) -> RetrieveRequest:
         return cls(
-            queries=_read_queries(reader, data),
+            queries=read_queries(reader, data),
             documents=_read_corpus(reader, data),
             top_k=reader.integer("top_k", default=10, minimum=1),
             metadata_filter=MetadataFilter.from_option(reader.raw("filters")),
             return_metadata=reader.boolean("return_metadata", default=False),
-            index_dir=_read_index_dir(reader),
+            index_dir=read_index_dir(reader),
         )
 
 
@@ -120,22 +120,6 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         raise NotImplementedError
 
 
-def _read_queries(reader: OptionReader, data: Any) -> list[str]:
-    if reader.has("query_text") and reader.has("queries_source"):
-        raise InvalidOptionError("queries_source", reader.raw("queries_source"), "either query_text or queries_source")
-    if reader.has("queries_source"):
-        source = reader.string("queries_source")
-        queries = column_values(data, source, "queries_source")
-        for position, query in enumerate(queries):
-            if not isinstance(query, str):
-                raise InvalidOptionError(f"{source}[{position}]", query, "a query string in every row")
-        return queries
-    if not reader.has("query_text"):
-        raise MissingOptionError("query_text", "a string or a list of strings (or queries_source)", owner=reader.owner)
-    query_text = reader.string_or_strings("query_text")
-    return [query_text] if isinstance(query_text, str) else query_text
-
-
 def _read_corpus(reader: OptionReader, data: Any) -> list[Document]:
     if reader.has("corpus") and reader.has("corpus_source"):
         raise InvalidOptionError("corpus_source", reader.raw("corpus_source"), "either corpus or corpus_source")
@@ -145,12 +129,3 @@ def _read_corpus(reader: OptionReader, data: Any) -> list[Document]:
     if not reader.has("corpus"):
         raise MissingOptionError("corpus", "a list of document dicts (or corpus_source)", owner=reader.owner)
     return read_documents(reader.raw("corpus"), "corpus")
-
-
-def _read_index_dir(reader: OptionReader) -> Path | None:
-    value = reader.raw("index_dir")
-    if value is None:
-        return None
-    if isinstance(value, os.PathLike) or (isinstance(value, str) and value):
-        return Path(value)
-    raise InvalidOptionError("index_dir", value, "a folder path (str or os.PathLike)")

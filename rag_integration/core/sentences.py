@@ -1,0 +1,68 @@
+"""Sentence splitting that survives abbreviations ("e.g.", "Dr."), decimals ("3.5"), initials and non-ASCII text.
+
+A full stop ends a sentence only when whitespace follows and the next word does not start in lower case, the word
+before it is not a known abbreviation, an initial or a dotted acronym; "!", "?", "…" and the CJK/Devanagari/Arabic
+terminators always end one; so does a blank line. Sentences are returned as they appear in the text, stripped.
+"""
+
+from __future__ import annotations
+
+import re
+
+ABBREVIATIONS = frozenset(
+    {
+        "al", "approx", "apr", "aug", "bzw", "ca", "capt", "cf", "ch", "co", "col", "corp", "dec", "dept", "dr",
+        "ed", "eds", "eq", "esp", "feb", "fig", "figs", "gen", "gov", "hr", "inc", "jan", "jr", "jul", "jun",
+        "lt", "ltd", "mar", "mr", "mrs", "ms", "mt", "no", "nov", "nr", "oct", "op", "pp", "prof", "resp",
+        "rev", "sen", "sep", "sept", "sgt", "sr", "st", "vgl", "vol", "vols", "vs", "usw",
+    }
+)  # fmt: skip
+
+_BOUNDARY = re.compile(
+    r"[.!?\u2026]+[\"'\u201d\u2019\u00bb)\]]*(?=\s|$)"  # . ! ? … then closing quotes/brackets, then space or end
+    r"|[\u3002\uff01\uff1f!?\u061f\u0964]+[\"'\u201d\u2019\u300d\u300f)\]]*"  # CJK, Arabic and Devanagari marks need no space after
+    r"|\n[ \t]*\n"  # a blank line
+)
+_WORD_BEFORE = re.compile(r"(\S+)$")
+_DOTTED = re.compile(r"^(?:[^\W\d_]\.)+[^\W\d_]$")
+
+
+def split_sentences(text: str) -> list[str]:
+    return [text[start:end] for start, end in sentence_spans(text)]
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence in ``text``, surrounding whitespace excluded."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for match in _BOUNDARY.finditer(text):
+        if match.group().startswith(".") and not _ends_sentence(text, match.start(), match.end()):
+            continue
+        _add_stripped(spans, text, start, match.end())
+        start = match.end()
+    _add_stripped(spans, text, start, len(text))
+    return spans
+
+
+def _add_stripped(spans: list[tuple[int, int]], text: str, start: int, end: int) -> None:
+    piece = text[start:end]
+    if piece.strip():
+        leading = len(piece) - len(piece.lstrip())
+        trailing = len(piece) - len(piece.rstrip())
+        spans.append((start + leading, end - trailing))
+
+
+def _ends_sentence(text: str, dot: int, end: int) -> bool:
+    """Whether the full stop at ``dot`` (its run ending at ``end``) closes a sentence."""
+    following = text[end:].lstrip()
+    if following and following[0].islower():
+        return False
+    before = _WORD_BEFORE.search(text, 0, dot)
+    if before is None:
+        return True
+    word = before.group(1).lstrip("\"'\u201c\u2018\u00ab([")
+    if text[dot:end].startswith(".."):
+        return True
+    if word.lower() in ABBREVIATIONS or _DOTTED.match(word):
+        return False
+    return not (len(word) == 1 and word.isalpha() and word.isupper())

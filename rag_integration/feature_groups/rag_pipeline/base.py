@@ -1,0 +1,69 @@
+"""A pipeline stage: ``<source>__<suffix>`` reads the rows of feature ``<source>`` and writes transformed rows.
+
+Stages chain by name, mloda style (``docs__chunked__deduped__embedded__indexed``); every stage receives the
+request's options, and each stage's backend is chosen by its own selector option.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from mloda.provider import FeatureSet
+from mloda.user import DataAccessCollection, Feature, FeatureName, Options
+
+from rag_integration.core.documents import Document, read_documents
+from rag_integration.core.feature_group import SelectorFeatureGroup
+from rag_integration.core.frames import column_values
+from rag_integration.core.options import OptionReader
+
+
+class StageFeatureGroup(SelectorFeatureGroup):
+    """Matches any feature named ``<source>{SUFFIX}`` whose ``SELECTOR`` option equals ``BACKEND``."""
+
+    SUFFIX: ClassVar[str] = ""
+
+    @classmethod
+    def match_feature_group_criteria(
+        cls,
+        feature_name: FeatureName | str,
+        options: Options,
+        data_access_collection: DataAccessCollection | None = None,
+    ) -> bool:
+        name = str(feature_name)
+        if cls.BACKEND is None or not name.endswith(cls.SUFFIX) or len(name) == len(cls.SUFFIX):
+            return False
+        selected = options.get(cls.SELECTOR)
+        return isinstance(selected, str) and selected == cls.BACKEND
+
+    def input_features(self, options: Options, feature_name: FeatureName) -> set[Feature] | None:
+        return {Feature(self.source_name(str(feature_name)), options=options)}
+
+    @classmethod
+    def source_name(cls, feature_name: str) -> str:
+        return feature_name[: -len(cls.SUFFIX)]
+
+    @classmethod
+    def calculate_feature(cls, data: Any, features: FeatureSet) -> Any:
+        output: dict[str, list[dict[str, Any]]] = {}
+        for feature in features.features:
+            name = str(feature.name)
+            source = cls.source_name(name)
+            documents = read_documents(column_values(data, source, source), source)
+            reader = OptionReader(feature.options, owner=f"{cls.__name__} ({name})")
+            output[name] = cls.transform(documents, reader)
+        return output
+
+    @classmethod
+    def reduces_rows(cls) -> bool:
+        return False
+
+    @classmethod
+    def transform(cls, documents: Sequence[Document], reader: OptionReader) -> list[dict[str, Any]]:
+        """The stage's rows, computed from the source rows (already validated as documents)."""
+        raise NotImplementedError
+
+
+def document_row(doc_id: str, text: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A stage row: ``doc_id`` and ``text`` first, then the metadata keys."""
+    return {"doc_id": doc_id, "text": text, **metadata}

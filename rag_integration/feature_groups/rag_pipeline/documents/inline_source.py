@@ -1,0 +1,24 @@
+"""Documents given inline as a Python list in the ``documents`` option."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.options import OptionReader
+from rag_integration.feature_groups.rag_pipeline.documents.base import BaseDocumentSource
+
+
+class InlineDocumentSource(BaseDocumentSource):
+    """``document_source="inline"``: each dict keeps its keys; ``source`` defaults to ``"inline"``."""
+
+    BACKEND: ClassVar[str | None] = "inline"
+
+    @classmethod
+    def load(cls, reader: OptionReader) -> list[dict[str, Any]]:
+        documents = reader.sequence("documents")
+        for position, document in enumerate(documents):
+            if not isinstance(document, Mapping):
+                raise InvalidOptionError(f"documents[{position}]", document, "a dict with a 'text' string")
+        return [{"source": "inline", **document} for document in documents]

@@ -1,0 +1,37 @@
+"""The embedding stage ``<source>__embedded``: each row gains ``embedding`` (list of floats) and ``embedding_model``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from rag_integration.core.documents import Document
+from rag_integration.core.embedders import Embedder, get_embedder
+from rag_integration.core.options import OptionReader
+from rag_integration.feature_groups.rag_pipeline.base import StageFeatureGroup, document_row
+
+
+class BaseEmbeddingStage(StageFeatureGroup):
+    """Selected by ``embedding_model``; uses the same embedders as the dense retriever, all texts in one batch."""
+
+    FAMILY: ClassVar[str] = "embedding"
+    FEATURE_NAME: ClassVar[str] = "<source>__embedded"
+    SELECTOR: ClassVar[str] = "embedding_model"
+    SUFFIX: ClassVar[str] = "__embedded"
+
+    @classmethod
+    def embedder(cls) -> Embedder:
+        return get_embedder(cls.BACKEND)
+
+    @classmethod
+    def transform(cls, documents: Sequence[Document], reader: OptionReader) -> list[dict[str, Any]]:
+        embedder = cls.embedder()
+        vectors = embedder.embed([document.text for document in documents])
+        return [
+            document_row(
+                document.doc_id,
+                document.text,
+                {**document.metadata, "embedding": vector.tolist(), "embedding_model": cls.BACKEND},
+            )
+            for document, vector in zip(documents, vectors, strict=True)
+        ]

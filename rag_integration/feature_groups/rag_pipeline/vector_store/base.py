@@ -1,0 +1,66 @@
+"""The vector store stage ``<source>__indexed``: persists the embedded rows to ``index_dir`` and passes them on."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from numbers import Real
+from typing import Any, ClassVar
+
+import numpy as np
+
+from rag_integration.core.documents import Document
+from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.options import OptionReader
+from rag_integration.core.queries import read_index_dir
+from rag_integration.feature_groups.rag_pipeline.base import StageFeatureGroup, document_row
+from rag_integration.feature_groups.rag_pipeline.vector_store.store import read_manifest, store_manifest, write_store
+
+EMBEDDING_KEYS = ("embedding", "embedding_model")
+
+
+class BaseVectorStore(StageFeatureGroup):
+    """Selected by ``vector_store``; the rows out are the rows in without their vectors, so they can feed a corpus."""
+
+    FAMILY: ClassVar[str] = "vector_store"
+    FEATURE_NAME: ClassVar[str] = "<source>__indexed"
+    SELECTOR: ClassVar[str] = "vector_store"
+    SUFFIX: ClassVar[str] = "__indexed"
+
+    @classmethod
+    def transform(cls, documents: Sequence[Document], reader: OptionReader) -> list[dict[str, Any]]:
+        folder = read_index_dir(reader, required=True)
+        assert folder is not None
+        settings = cls.read_settings(reader)
+        vectors, model = _embedded_vectors(documents)
+        plain = [Document(doc.doc_id, doc.text, _without_embedding(doc.metadata)) for doc in documents]
+        manifest = store_manifest(plain, model, int(vectors.shape[1]), settings)
+        if read_manifest(folder) != manifest:  # an identical store on disk is kept as it is
+            write_store(folder, cls.build_index(vectors, settings), plain, manifest)
+        return [document_row(doc.doc_id, doc.text, doc.metadata) for doc in plain]
+
+    @classmethod
+    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def build_index(cls, vectors: np.ndarray[Any, np.dtype[np.float32]], settings: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+
+def _embedded_vectors(documents: Sequence[Document]) -> tuple[np.ndarray[Any, np.dtype[np.float32]], str]:
+    models = {doc.metadata.get("embedding_model") for doc in documents}
+    if not documents or len(models) != 1 or not isinstance(next(iter(models)), str):
+        raise InvalidOptionError("vector_store", sorted(map(str, models)), "rows from one <source>__embedded stage")
+    rows = []
+    for doc in documents:
+        vector = doc.metadata.get("embedding")
+        if not isinstance(vector, list) or not vector or not all(isinstance(x, Real) for x in vector):
+            raise InvalidOptionError(f"{doc.doc_id}.embedding", vector, "a list of numbers from the embedding stage")
+        rows.append(vector)
+    if len({len(row) for row in rows}) != 1:
+        raise InvalidOptionError("embedding", "vectors of several lengths", "one dimension for every row")
+    return np.asarray(rows, dtype=np.float32), str(next(iter(models)))
+
+
+def _without_embedding(metadata: Any) -> dict[str, Any]:
+    return {key: value for key, value in metadata.items() if key not in EMBEDDING_KEYS}
