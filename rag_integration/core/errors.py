@@ -75,6 +75,19 @@ class DeadlineExceededError(ConnectorError):
     """An operation ran past its time limit and was stopped."""
 
 
+class RemoteServiceError(ConnectorError):
+    """A remote engine refused the connection, answered with an HTTP error, or sent a body we cannot read."""
+
+    def __init__(self, option: str, url: str, problem: str, *, status: int | None = None) -> None:
+        self.option = option
+        self.url = url
+        self.status = status
+        super().__init__(
+            f"option '{option}' points at {short_repr(url)}, which {problem}: "
+            "expected a reachable server answering with a JSON response"
+        )
+
+
 class BackendUnavailableError(ConnectorError):
     """A backend needs an optional extra that is not installed."""
 
@@ -97,6 +110,7 @@ __all__ = [
     "InvalidOptionError",
     "MissingOptionError",
     "RankingContractError",
+    "RemoteServiceError",
     "SqlSafetyError",
     "short_repr",
 ]

@@ -44,16 +44,22 @@ class SelectorFeatureGroup(FeatureGroup):
     def input_features(self, options: Options, feature_name: FeatureName) -> set[Feature] | None:
         """Upstream features named by this family's ``*_source`` options; a request without them is a root.
 
-        The request's options travel upstream, so a chained stage feature sees the same options. A source given
-        together with its inline alternative (or not as a string) is not declared, so the request reaches
-        ``answer`` and fails there with a typed error instead of in mloda's resolution.
+        A source is a feature name or a mloda ``Feature``. A name receives this request's options, so a chain of
+        steps shares one set of options; a ``Feature`` keeps exactly its own (each step its own ``top_k``). A
+        source given together with its inline alternative (or of a wrong type) is not declared, so the request
+        reaches ``answer`` and fails there with a typed error instead of in mloda's resolution.
         """
-        named = set()
+        upstream: set[Feature] = set()
         for source_option, inline_option in self.SOURCE_OPTIONS.items():
             source = options.get(source_option)
-            if isinstance(source, str) and source and options.get(inline_option) is None:
-                named.add(Feature(source, options=options))
-        return named or None
+            if options.get(inline_option) is not None:
+                continue
+            if isinstance(source, Feature):
+                own = Options(group=dict(source.options.group), context=dict(source.options.context))
+                upstream.add(Feature(source.name, options=own, forward_group=False))
+            elif isinstance(source, str) and source:
+                upstream.add(Feature(source, options=options))
+        return upstream or None
 
     @classmethod
     def is_installed(cls) -> bool:
@@ -92,3 +98,15 @@ def _first_differing_key(first: Options, second: Options) -> str:
         if first.get(key) != second.get(key):
             return key
     return keys[0] if keys else "options"
+
+
+def source_feature_name(reader: OptionReader, key: str) -> str | None:
+    """The column an upstream feature named by option ``key`` arrives in, or None when the option is absent."""
+    value = reader.raw(key)
+    if value is None:
+        return None
+    if isinstance(value, Feature):
+        return str(value.name)
+    if isinstance(value, str) and value.strip():
+        return value
+    raise InvalidOptionError(key, value, "the name of an upstream feature (str) or a mloda Feature")

@@ -1,12 +1,19 @@
-"""Reading what every retrieval-shaped request has: its queries and its index folder."""
+"""Reading what requests share: their queries, their corpus, the items each query is answered over, an index folder.
+
+Queries, corpora and items come inline from an option or from an upstream feature named by a ``*_source`` option,
+so one ``run_all`` can chain the families.
+"""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rag_integration.core.documents import Document, read_documents
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
+from rag_integration.core.feature_group import source_feature_name
 from rag_integration.core.frames import column_values
 from rag_integration.core.options import OptionReader
 
@@ -15,8 +22,8 @@ def read_queries(reader: OptionReader, data: Any) -> list[str]:
     """``query_text`` (a str or a list of str) or the rows of the upstream feature named by ``queries_source``."""
     if reader.has("query_text") and reader.has("queries_source"):
         raise InvalidOptionError("queries_source", reader.raw("queries_source"), "either query_text or queries_source")
-    if reader.has("queries_source"):
-        source = reader.string("queries_source")
+    source = source_feature_name(reader, "queries_source")
+    if source is not None:
         queries = column_values(data, source, "queries_source")
         for position, query in enumerate(queries):
             if not isinstance(query, str):
@@ -26,6 +33,51 @@ def read_queries(reader: OptionReader, data: Any) -> list[str]:
         raise MissingOptionError("query_text", "a string or a list of strings (or queries_source)", owner=reader.owner)
     query_text = reader.string_or_strings("query_text")
     return [query_text] if isinstance(query_text, str) else query_text
+
+
+def read_corpus(reader: OptionReader, data: Any) -> list[Document]:
+    """``corpus`` (document dicts) or the rows of the upstream feature named by ``corpus_source``."""
+    if reader.has("corpus") and reader.has("corpus_source"):
+        raise InvalidOptionError("corpus_source", reader.raw("corpus_source"), "either corpus or corpus_source")
+    source = source_feature_name(reader, "corpus_source")
+    if source is not None:
+        return read_documents(column_values(data, source, "corpus_source"), source)
+    if not reader.has("corpus"):
+        raise MissingOptionError("corpus", "a list of document dicts (or corpus_source)", owner=reader.owner)
+    return read_documents(reader.raw("corpus"), "corpus")
+
+
+@dataclass(frozen=True)
+class QueryRow:
+    """One output row: its query, the raw items it is answered over, and the option those items came from."""
+
+    query: str
+    items: Any
+    option: str
+
+
+def query_rows(reader: OptionReader, data: Any, inline_option: str, inline: Any, source_option: str) -> list[QueryRow]:
+    """Pair queries with items. Inline items (read from ``inline_option`` by the caller) serve every query, one row
+    per query; an upstream feature gives one row per upstream row, answered by the single query or by the query
+    at the same position."""
+    queries = read_queries(reader, data)
+    source = source_feature_name(reader, source_option)
+    if source is None:
+        if inline is None:
+            raise MissingOptionError(inline_option, f"inline items or '{source_option}'", owner=reader.owner)
+        return [QueryRow(query, inline, inline_option) for query in queries]
+    if inline is not None:
+        raise InvalidOptionError(source_option, reader.raw(source_option), f"either {inline_option} or {source_option}")
+    rows = column_values(data, source, source_option)
+    if len(queries) not in (1, len(rows)):
+        expected = f"one query, or one query per row of '{source}' ({len(rows)} rows)"
+        raise InvalidOptionError("query_text", reader.raw("query_text"), expected)
+    if len(queries) == 1:
+        queries = queries * len(rows)
+    return [
+        QueryRow(query, row, f"{source}[{position}]")
+        for position, (query, row) in enumerate(zip(queries, rows, strict=True))
+    ]
 
 
 def read_index_dir(reader: OptionReader, *, required: bool = False) -> Path | None:

@@ -10,6 +10,7 @@ from rag_integration.core.errors import (
     InvalidOptionError,
     MissingOptionError,
     RankingContractError,
+    RemoteServiceError,
     SqlSafetyError,
 )
 
@@ -23,5 +24,6 @@ __all__ = [
     "InvalidOptionError",
     "MissingOptionError",
     "RankingContractError",
+    "RemoteServiceError",
     "SqlSafetyError",
 ]

@@ -10,14 +10,12 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from rag_integration.core.documents import Document, MetadataFilter, corpus_fingerprint, read_documents
-from rag_integration.core.errors import InvalidOptionError, MissingOptionError
+from rag_integration.core.documents import Document, MetadataFilter, corpus_fingerprint
 from rag_integration.core.feature_group import SelectorFeatureGroup
-from rag_integration.core.frames import column_values
 from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import Hits, rank_hits, search_with_exact_ties
-from rag_integration.core.queries import read_index_dir, read_queries
+from rag_integration.core.queries import read_corpus, read_index_dir, read_queries
 
 AllowedMask = npt.NDArray[np.bool_] | None
 
@@ -37,7 +35,7 @@ class RetrieveRequest:
     def read(cls, reader: OptionReader, data: Any) -> RetrieveRequest:
         return cls(
             queries=read_queries(reader, data),
-            documents=_read_corpus(reader, data),
+            documents=read_corpus(reader, data),
             top_k=reader.integer("top_k", default=10, minimum=1),
             metadata_filter=MetadataFilter.from_option(reader.raw("filters")),
             return_metadata=reader.boolean("return_metadata", default=False),
@@ -118,14 +116,3 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
     @classmethod
     def load_index(cls, folder: Path, settings: Mapping[str, Any]) -> Any:
         raise NotImplementedError
-
-
-def _read_corpus(reader: OptionReader, data: Any) -> list[Document]:
-    if reader.has("corpus") and reader.has("corpus_source"):
-        raise InvalidOptionError("corpus_source", reader.raw("corpus_source"), "either corpus or corpus_source")
-    if reader.has("corpus_source"):
-        source = reader.string("corpus_source")
-        return read_documents(column_values(data, source, "corpus_source"), source)
-    if not reader.has("corpus"):
-        raise MissingOptionError("corpus", "a list of document dicts (or corpus_source)", owner=reader.owner)
-    return read_documents(reader.raw("corpus"), "corpus")

@@ -1,0 +1,39 @@
+"""A multi-source grounded answer: the top sentences across passages, each followed by its passage's marker."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from rag_integration.core.documents import Document
+from rag_integration.core.options import OptionReader
+from rag_integration.feature_groups.connectors.generate.base import (
+    Answer,
+    BaseGenerateConnector,
+    Sentence,
+    compose,
+    scored_sentences,
+)
+
+
+class TemplateResponder(BaseGenerateConnector):
+    """``generate_backend="template"``: up to ``max_sentences`` (default 3) best-matching sentences, best first, as
+    ``"sentence [n] sentence [m]"``; each passage drawn from is cited once, a repeated sentence is used once."""
+
+    BACKEND: ClassVar[str | None] = "template"
+
+    @classmethod
+    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
+        return {"max_sentences": reader.integer("max_sentences", default=3, minimum=1)}
+
+    @classmethod
+    def respond(cls, query: str, passages: Sequence[Document], settings: Mapping[str, Any]) -> Answer:
+        picks: list[Sentence] = []
+        seen: set[str] = set()
+        for sentence in scored_sentences(query, passages):
+            if sentence.score <= 0.0 or len(picks) == settings["max_sentences"]:
+                break
+            if sentence.text.casefold() not in seen:
+                seen.add(sentence.text.casefold())
+                picks.append(sentence)
+        return compose(picks, passages)

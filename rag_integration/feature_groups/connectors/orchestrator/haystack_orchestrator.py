@@ -1,0 +1,90 @@
+"""A real Haystack pipeline: in-memory BM25 retrieval, then an extractive step quoting the best sentence."""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+from rag_integration.core.documents import Document
+from rag_integration.core.extras import require_module
+from rag_integration.feature_groups.connectors.orchestrator.base import (
+    BaseOrchestratorConnector,
+    EngineAnswer,
+    EngineHit,
+    OrchestratorRequest,
+)
+
+
+class HaystackOrchestrator(BaseOrchestratorConnector):
+    """``orchestrator_backend="haystack"``: one Haystack pipeline per corpus, built once and reused."""
+
+    BACKEND: ClassVar[str | None] = "haystack"
+    EXTRA: ClassVar[str | None] = "orchestrator"
+    REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("haystack",)
+
+    @classmethod
+    def build_engine(cls, documents: Sequence[Document], settings: Mapping[str, Any]) -> Any:
+        haystack = require_module("haystack", "haystack", "orchestrator")
+        in_memory = require_module("haystack.document_stores.in_memory", "haystack", "orchestrator")
+        retrievers = require_module("haystack.components.retrievers.in_memory", "haystack", "orchestrator")
+        quoter = importlib.import_module("rag_integration.feature_groups.connectors.orchestrator.haystack_quoter")
+        # A private store (shared=False keeps it out of Haystack's process-wide storage), written in doc_id order:
+        # Haystack keeps store order among equal scores, so its ties already break by doc_id.
+        store = in_memory.InMemoryDocumentStore(shared=False)
+        ordered = sorted(documents, key=lambda document: document.doc_id)
+        store.write_documents([haystack.Document(id=document.doc_id, content=document.text) for document in ordered])
+        pipeline = haystack.Pipeline()
+        pipeline.add_component("retriever", retrievers.InMemoryBM25Retriever(document_store=store))
+        pipeline.add_component("quoter", quoter.BestSentenceQuoter())
+        pipeline.connect("retriever.documents", "quoter.documents")
+        return pipeline
+
+    @classmethod
+    def orchestrate(cls, request: OrchestratorRequest, settings: Mapping[str, Any]) -> list[EngineAnswer]:
+        pipeline = cls.cached_engine(request.documents, settings)
+        with HAYSTACK_TELEMETRY.paused():
+            return [_ask(pipeline, query, request.top_k) for query in request.queries]
+
+
+def _ask(pipeline: Any, query: str, top_k: int) -> EngineAnswer:
+    """One pipeline run (Haystack pipelines take one query at a time); a blank query matches nothing."""
+    if not query.strip():
+        return EngineAnswer("", ())
+    output = pipeline.run({"retriever": {"query": query, "top_k": top_k}, "quoter": {"query": query}})["quoter"]
+    hits = tuple(EngineHit(document.id, document.content, document.score) for document in output["documents"])
+    return EngineAnswer(output["answer"], hits)
+
+
+class HaystackTelemetrySwitch:
+    """Keeps Haystack's usage telemetry off while our pipelines run, without environment variables.
+
+    Haystack's own switch is the module-level ``haystack.telemetry._telemetry.telemetry`` (None means off). It is
+    set to None only while at least one of our pipelines runs and then put back, so the user's own setting for
+    their Haystack pipelines is left as it was.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._active = 0
+        self._saved: Any = None
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        module = require_module("haystack.telemetry._telemetry", "haystack", "orchestrator")
+        with self._lock:
+            if self._active == 0:
+                self._saved, module.telemetry = module.telemetry, None
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._active -= 1
+                if self._active == 0:
+                    module.telemetry, self._saved = self._saved, None
+
+
+HAYSTACK_TELEMETRY = HaystackTelemetrySwitch()

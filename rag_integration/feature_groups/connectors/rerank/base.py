@@ -1,0 +1,73 @@
+"""The rerank contract: candidates in, the same candidates reordered out. Backends fill one scoring hook."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from rag_integration.core.documents import Document, read_passages
+from rag_integration.core.errors import RankingContractError
+from rag_integration.core.feature_group import SelectorFeatureGroup
+from rag_integration.core.options import OptionReader
+from rag_integration.core.passages import passage_row
+from rag_integration.core.queries import query_rows
+
+
+class BaseRerankConnector(SelectorFeatureGroup):
+    """``reranked_passages``: every candidate kept (up to ``top_k``) with a fresh score and rank 1..n.
+
+    Candidates are passages from retrieve or plain documents (``candidates``), or the rows of an upstream feature
+    (``candidates_source``). Equal scores keep the candidates' input order, which for retrieved passages is their
+    retrieval rank (itself tie-broken by doc_id).
+    """
+
+    FAMILY: ClassVar[str] = "rerank"
+    FEATURE_NAME: ClassVar[str] = "reranked_passages"
+    SELECTOR: ClassVar[str] = "rerank_backend"
+    SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"candidates_source": "candidates"}
+
+    @classmethod
+    def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
+        rows = query_rows(reader, data, "candidates", reader.raw("candidates"), "candidates_source")
+        top_k = reader.integer("top_k", default=10, minimum=1)
+        return_metadata = reader.boolean("return_metadata", default=False)
+        settings = cls.read_settings(reader)
+        requests = [(row.query, read_passages(row.items, row.option)) for row in rows]
+        return {
+            cls.FEATURE_NAME: [
+                cls.rerank(query, candidates, top_k, settings, return_metadata) for query, candidates in requests
+            ]
+        }
+
+    @classmethod
+    def rerank(
+        cls,
+        query: str,
+        candidates: Sequence[Document],
+        top_k: int,
+        settings: Mapping[str, Any],
+        return_metadata: bool = False,
+    ) -> list[dict[str, Any]]:
+        if not candidates:
+            return []
+        scores = [float(score) for score in cls.score(query, [candidate.text for candidate in candidates], settings)]
+        if len(scores) != len(candidates):
+            raise RankingContractError(f"{cls.__name__} returned {len(scores)} scores for {len(candidates)} candidates")
+        if not all(math.isfinite(score) for score in scores):
+            raise RankingContractError(f"{cls.__name__} returned a non-finite score: {scores}")
+        order = sorted(range(len(candidates)), key=lambda position: (-scores[position], position))[:top_k]
+        return [
+            passage_row(candidates[position], scores[position], rank, return_metadata)
+            for rank, position in enumerate(order, start=1)
+        ]
+
+    @classmethod
+    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
+        """Backend options, read and checked once per request."""
+        return {}
+
+    @classmethod
+    def score(cls, query: str, texts: list[str], settings: Mapping[str, Any]) -> Sequence[float]:
+        """One relevance score per text (higher is better), in the order given."""
+        raise NotImplementedError

@@ -1,0 +1,100 @@
+"""A real ONNX cross-encoder through FlashRank, loaded from a local model folder only: it never downloads."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rag_integration.core.errors import InvalidOptionError, MissingOptionError
+from rag_integration.core.extras import require_module
+from rag_integration.core.options import OptionReader
+from rag_integration.feature_groups.connectors.rerank.base import BaseRerankConnector
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json")
+# The official archives of FlashRank's models, as a user can verify them after fetching one by hand.
+KNOWN_ARCHIVES = {
+    "ms-marco-TinyBERT-L-2-v2": (3_421_983, "752eddf1c5ece3c5e6115e9ab52eb3b16436bbf9b3a091cbb62b5b8eadc47105"),
+}
+
+
+class FlashRankReranker(BaseRerankConnector):
+    """``rerank_backend="flashrank"``: FlashRank's pairwise cross-encoders (``flashrank_model``) read from
+    ``flashrank_model_dir`` (default: FlashRank's own cache folder), ``flashrank_max_length`` tokens per pair."""
+
+    BACKEND: ClassVar[str | None] = "flashrank"
+    EXTRA: ClassVar[str | None] = "rerank"
+    REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("flashrank", "onnxruntime", "tokenizers")
+
+    @classmethod
+    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
+        config = require_module("flashrank.Config", "flashrank", "rerank")
+        pairwise = sorted(set(config.model_file_map) - set(config.listwise_rankers))
+        model = reader.choice("flashrank_model", pairwise, default=config.default_model)
+        return {
+            "model": model,
+            "folder": str(_model_folder(reader, model, config)),
+            "max_length": reader.integer("flashrank_max_length", default=512, minimum=8),
+        }
+
+    @classmethod
+    def score(cls, query: str, texts: list[str], settings: Mapping[str, Any]) -> Sequence[float]:
+        flashrank = require_module("flashrank", "flashrank", "rerank")
+        ranker = _ranker(settings["folder"], settings["model"], settings["max_length"])
+        request = flashrank.RerankRequest(
+            query=query, passages=[{"id": i, "text": text} for i, text in enumerate(texts)]
+        )
+        by_position = {passage["id"]: float(passage["score"]) for passage in ranker.rerank(request)}
+        return [by_position[position] for position in range(len(texts))]
+
+
+@functools.lru_cache(maxsize=4)
+def _ranker(folder: str, model: str, max_length: int) -> Any:
+    """One loaded ONNX session per model folder; FlashRank finds the model at ``cache_dir/model``."""
+    flashrank = require_module("flashrank", "flashrank", "rerank")
+    with _root_logging_untouched():
+        return flashrank.Ranker(model_name=model, cache_dir=str(Path(folder).parent), max_length=max_length)
+
+
+@contextlib.contextmanager
+def _root_logging_untouched() -> Iterator[None]:
+    """FlashRank calls ``logging.basicConfig`` when it builds a Ranker; keep the user's logging as it was."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+def _model_folder(reader: OptionReader, model: str, config: Any) -> Path:
+    """``flashrank_model_dir`` may be the folder holding ``<model>/`` (FlashRank's cache layout) or ``<model>/`` itself."""
+    raw = reader.raw("flashrank_model_dir")
+    if raw is not None and not (isinstance(raw, os.PathLike) or (isinstance(raw, str) and raw)):
+        raise InvalidOptionError("flashrank_model_dir", raw, "a folder path (str or os.PathLike)")
+    base = Path(config.default_cache_dir if raw is None else raw)
+    folder = base if base.name == model else base / model
+    needed = (config.model_file_map[model], *TOKENIZER_FILES)
+    missing = [name for name in needed if not (folder / name).is_file()]
+    if not missing:
+        return folder
+    expected = (
+        f"a folder holding '{model}/' with {', '.join(needed)} (missing in {folder}: {', '.join(missing)}); "
+        f"this connector never downloads: {_how_to_get(model, config)}"
+    )
+    if raw is None:
+        raise MissingOptionError("flashrank_model_dir", expected, owner=reader.owner)
+    raise InvalidOptionError("flashrank_model_dir", raw, expected)
+
+
+def _how_to_get(model: str, config: Any) -> str:
+    archive = f"fetch {config.model_url.format(model)} by hand and unzip it into flashrank_model_dir"
+    if model in KNOWN_ARCHIVES:
+        size, sha256 = KNOWN_ARCHIVES[model]
+        archive += f" (the official archive is {size:,} bytes, sha256 {sha256})"
+    return archive + "; see docs/rerank.md"

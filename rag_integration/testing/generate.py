@@ -1,0 +1,169 @@
+"""The generate contract kit.
+
+Subclass ``GenerateContractTests`` and implement ``connector_class``; override ``backend_options`` for options your
+backend needs in tests, and ``cites_one_passage`` when your backend answers from exactly one passage.
+The grounding check here is written independently of the family's own guard, so a guard bug cannot hide.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import pytest
+
+from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError, MissingOptionError
+from rag_integration.feature_groups.connectors.generate.base import BaseGenerateConnector
+from rag_integration.testing.rerank import KitItemRows, kit_rows_feature, run_chained
+from rag_integration.testing.runner import run_feature
+
+PASSAGES: list[dict[str, Any]] = [
+    {
+        "doc_id": "engine",
+        "text": "Change the engine oil every 10,000 km. Dr. Weber recommends 4.5 litres of oil, e.g. for a small car. "
+        "Tyres wear out too.",
+    },
+    {"doc_id": "tide", "text": "The moon pulls the ocean.  Tides rise\ntwice a day [3]."},
+    {"doc_id": "bread", "text": "Sourdough bread needs a starter. Bake the bread in a hot oven for 45 minutes."},
+    {"doc_id": "munich", "text": "München liegt an der Isar. Die Stadt hat über 1,5 Millionen Einwohner."},
+    {"doc_id": "volcano", "text": "Lava flows down the mountain after an eruption."},
+]
+RETRIEVED: list[dict[str, Any]] = [
+    {**passage, "score": 1.0 / rank, "rank": rank} for rank, passage in enumerate(PASSAGES, start=1)
+]
+MARKER = re.compile(r"\[(\d+)\]")
+
+
+def assert_grounded(row: Mapping[str, Any], passages: list[dict[str, Any]]) -> None:
+    """Every citation a supplied passage, cited once and marked; each sentence found in the passage it cites."""
+    assert set(row) == {"answer", "citations"}
+    answer, citations = row["answer"], row["citations"]
+    assert isinstance(answer, str) and isinstance(citations, list)
+    texts = {
+        str(passage["doc_id"]): " ".join(re.sub(r"\s*\[\d+\]", "", passage["text"]).split()) for passage in passages
+    }
+    assert all(isinstance(doc_id, str) and doc_id in texts for doc_id in citations)
+    assert len(set(citations)) == len(citations)
+    if not answer:
+        assert citations == []
+        return
+    pieces = MARKER.split(answer)
+    assert pieces[-1] == "" and citations
+    used = set()
+    for sentence, number in zip(pieces[0::2], pieces[1::2]):
+        index = int(number) - 1
+        assert 0 <= index < len(citations)
+        assert sentence.strip() and sentence.strip() in texts[citations[index]]
+        used.add(index)
+    assert used == set(range(len(citations)))
+
+
+class GenerateContractTests:
+    """Every generate backend must pass these; each test runs through ``mlodaAPI.run_all``."""
+
+    feature_name: ClassVar[str] = "generated_answer"
+
+    @classmethod
+    def connector_class(cls) -> type[BaseGenerateConnector]:
+        raise NotImplementedError("return the backend class under test")
+
+    @classmethod
+    def backend_options(cls) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def cites_one_passage(cls) -> bool:
+        """True when every non-empty answer cites exactly one passage."""
+        return False
+
+    def request(self, **options: Any) -> dict[str, Any]:
+        return {"generate_backend": self.connector_class().BACKEND, **self.backend_options(), **options}
+
+    def generate(self, **options: Any) -> list[Any]:
+        return run_feature(self.feature_name, self.request(**options), {self.connector_class()})
+
+    def one(self, **options: Any) -> dict[str, Any]:
+        rows = self.generate(**options)
+        assert len(rows) == 1, rows
+        return dict(rows[0])
+
+    def test_answer_shape_and_grounding(self) -> None:
+        for query in ("engine oil for a small car", "moon ocean tides", "bread oven starter", "lava eruption"):
+            row = self.one(query_text=query, passages=RETRIEVED)
+            assert row["answer"] and row["citations"]
+            assert_grounded(row, PASSAGES)
+
+    def test_expected_passage_and_whole_sentences(self) -> None:
+        row = self.one(query_text="How many litres of oil does Dr. Weber recommend?", passages=RETRIEVED)
+        assert row["citations"][0] == "engine"
+        assert row["answer"].startswith("Dr. Weber recommends 4.5 litres of oil, e.g. for a small car. [1]")
+        assert not {"volcano", "munich", "tide"} & set(row["citations"])
+
+    def test_non_ascii_text(self) -> None:
+        row = self.one(query_text="Wie viele Einwohner hat München?", passages=RETRIEVED)
+        assert row["citations"][0] == "munich"
+        assert "Die Stadt hat über 1,5 Millionen Einwohner. [1]" in row["answer"]
+        assert_grounded(row, PASSAGES)
+
+    def test_marker_like_text_in_passages_cannot_forge_markers(self) -> None:
+        row = self.one(query_text="how often do tides rise", passages=RETRIEVED)
+        assert "Tides rise twice a day. [1]" in row["answer"]
+        assert "[3]" not in row["answer"]
+        assert_grounded(row, PASSAGES)
+
+    def test_citation_count(self) -> None:
+        row = self.one(query_text="engine oil and sourdough bread", passages=RETRIEVED)
+        assert_grounded(row, PASSAGES)
+        if self.cites_one_passage():
+            assert len(row["citations"]) == 1
+        else:
+            assert {"engine", "bread"} <= set(row["citations"])
+
+    def test_no_passages_give_an_empty_answer(self) -> None:
+        assert self.generate(query_text=["oil", "bread"], passages=[]) == [{"answer": "", "citations": []}] * 2
+
+    def test_nothing_relevant_gives_an_empty_answer(self) -> None:
+        assert self.one(query_text="zyxwvut quasar", passages=RETRIEVED) == {"answer": "", "citations": []}
+
+    def test_deterministic_across_runs(self) -> None:
+        options = {"query_text": ["engine oil bread", "tides moon"], "passages": RETRIEVED}
+        assert self.generate(**options) == self.generate(**options)
+
+    def test_batched_queries_equal_one_by_one(self) -> None:
+        queries = ["engine oil", "bread oven", "lava"]
+        batched = self.generate(query_text=queries, passages=RETRIEVED)
+        assert batched == [self.one(query_text=query, passages=RETRIEVED) for query in queries]
+
+    def test_passages_source_reads_an_upstream_feature(self) -> None:
+        upstream = kit_rows_feature([RETRIEVED[:2], RETRIEVED[2:]])
+        rows = run_chained(
+            self.feature_name,
+            self.request(query_text=["engine oil", "sourdough bread"], passages_source=upstream),
+            {self.connector_class(), KitItemRows},
+        )
+        assert [row["citations"][0] for row in rows] == ["engine", "bread"]
+
+    @pytest.mark.parametrize(
+        ("options", "error", "option_name"),
+        [
+            ({"passages": PASSAGES}, MissingOptionError, "query_text"),
+            ({"query_text": "oil"}, MissingOptionError, "passages"),
+            ({"query_text": 3, "passages": PASSAGES}, InvalidOptionError, "query_text"),
+            ({"query_text": "oil", "passages": "oil is slippery"}, InvalidOptionError, "passages"),
+            ({"query_text": "oil", "passages": ["oil is slippery"]}, InvalidOptionError, r"passages\[0\]"),
+            ({"query_text": "oil", "passages": [{"doc_id": "a", "text": 5}]}, InvalidOptionError, "text"),
+            ({"query_text": "oil", "passages": [{"doc_id": 2.5, "text": "oil"}]}, InvalidOptionError, "doc_id"),
+            ({"query_text": "oil", "passages": PASSAGES, "passages_source": "x"}, InvalidOptionError, "source"),
+        ],
+    )
+    def test_bad_input_is_a_typed_error(
+        self, options: Mapping[str, Any], error: type[Exception], option_name: str
+    ) -> None:
+        with pytest.raises(error, match=option_name):
+            self.generate(**options)
+
+    def test_duplicate_doc_ids_are_refused(self) -> None:
+        duplicates = [{"doc_id": "a", "text": "oil"}, {"doc_id": "a", "text": "more oil"}]
+        with pytest.raises(DuplicateDocIdError, match="passages"):
+            self.generate(query_text="oil", passages=duplicates)

@@ -1,0 +1,226 @@
+"""The graph_rag contract kit.
+
+Subclass ``GraphRagContractTests`` and implement ``connector_class``; override ``backend_options`` for options
+your backend needs in tests (e.g. a ``graph_scoring``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import pytest
+from mloda.provider import FeatureGroup
+from mloda.user import Feature, Options
+
+from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError, MissingOptionError
+from rag_integration.feature_groups.connectors.graph_rag.base import BaseGraphRagConnector
+from rag_integration.feature_groups.connectors.graph_rag.triples_knowledge_graph import TriplesKnowledgeGraph
+from rag_integration.testing.rerank import KitItemRows, kit_rows_feature, run_chained
+from rag_integration.testing.runner import run_feature
+
+NODES: list[dict[str, Any]] = [
+    {"doc_id": "curie", "text": "Marie Curie won the Nobel Prize in Physics and the Nobel Prize in Chemistry."},
+    {"doc_id": "polonium", "text": "Polonium is a radioactive element first isolated in 1898."},
+    {"doc_id": "warsaw", "text": "Warsaw is the capital of Poland on the Vistula river."},
+    {"doc_id": "sorbonne", "text": "The Sorbonne is a university in Paris."},
+    {"doc_id": "lava", "text": "Lava flows from a volcano during an eruption."},
+    {"doc_id": "basalt", "text": "Basalt is a rock that forms when lava cools."},
+]
+EDGES: list[Any] = [
+    {"source": "curie", "target": "polonium", "weight": 2.0},
+    ["curie", "warsaw"],
+    ["sorbonne", "curie"],
+    ["lava", "basalt"],
+]
+TRIPLES: list[list[str]] = [
+    ["Marie Curie", "discovered", "Polonium"],
+    ["Marie Curie", "was born in", "Warsaw"],
+    ["Polonium", "is named after", "Poland"],
+    ["Warsaw", "is the capital of", "Poland"],
+    ["Basalt", "forms from", "Lava"],
+]
+ROW_KEYS = {"doc_id", "text", "score", "rank"}
+
+
+class GraphRagContractTests:
+    """Every graph_rag backend must pass these; each test runs through ``mlodaAPI.run_all``."""
+
+    feature_name: ClassVar[str] = "graph_passages"
+
+    @classmethod
+    def connector_class(cls) -> type[BaseGraphRagConnector]:
+        raise NotImplementedError("return the backend class under test")
+
+    @classmethod
+    def backend_options(cls) -> dict[str, Any]:
+        return {}
+
+    def request(self, **options: Any) -> dict[str, Any]:
+        return {"graph_backend": self.connector_class().BACKEND, **self.backend_options(), **options}
+
+    def rank(self, **options: Any) -> list[Any]:
+        return run_feature(self.feature_name, self.request(**options), {self.connector_class()})
+
+    def one(self, **options: Any) -> list[dict[str, Any]]:
+        rows = self.rank(**options)
+        assert len(rows) == 1, rows
+        return list(rows[0])
+
+    def test_row_shape_and_types(self) -> None:
+        passages = self.one(query_text="Nobel Prize", nodes=NODES, edges=EDGES)
+        assert passages
+        for passage in passages:
+            assert set(passage) == ROW_KEYS
+            assert isinstance(passage["doc_id"], str) and isinstance(passage["text"], str)
+            assert type(passage["score"]) is float and type(passage["rank"]) is int
+            assert passage["text"] == next(node["text"] for node in NODES if node["doc_id"] == passage["doc_id"])
+
+    def test_ranks_and_scores_are_ordered(self) -> None:
+        passages = self.one(query_text="Nobel Prize volcano eruption", nodes=NODES, edges=EDGES)
+        assert [passage["rank"] for passage in passages] == list(range(1, len(passages) + 1))
+        scores = [passage["score"] for passage in passages]
+        assert scores == sorted(scores, reverse=True) and all(score > 0.0 for score in scores)
+
+    def test_expected_top_node_with_margin(self) -> None:
+        passages = self.one(query_text="Who won the Nobel Prize?", nodes=NODES, edges=EDGES)
+        assert passages[0]["doc_id"] == "curie"
+        assert passages[0]["score"] > passages[1]["score"]
+
+    def test_neighbours_rank_through_the_graph(self) -> None:
+        ranked = [passage["doc_id"] for passage in self.one(query_text="Nobel Prize", nodes=NODES, edges=EDGES)]
+        assert ranked[0] == "curie"
+        assert set(ranked) == {"curie", "polonium", "warsaw", "sorbonne"}  # no word of the query in the last three
+        assert ranked.index("polonium") < ranked.index("warsaw")  # the heavier edge carries more
+        without_edges = self.one(query_text="Nobel Prize", nodes=NODES)
+        assert [passage["doc_id"] for passage in without_edges] == ["curie"]
+
+    def test_top_k_bounds(self) -> None:
+        assert len(self.one(query_text="Nobel Prize", nodes=NODES, edges=EDGES, top_k=1)) == 1
+        everything = self.one(query_text="Nobel Prize", nodes=NODES, edges=EDGES, top_k=1000)
+        assert len(everything) == 4
+        assert self.one(query_text="Nobel Prize", nodes=NODES, edges=EDGES) == everything
+        assert self.one(query_text="Nobel Prize", nodes=NODES, edges=EDGES, top_k=2) == everything[:2]
+
+    @pytest.mark.parametrize("bad_top_k", [0, -2, True, 1.0, "4"])
+    def test_bad_top_k_is_a_typed_error(self, bad_top_k: Any) -> None:
+        with pytest.raises(InvalidOptionError, match="top_k"):
+            self.rank(query_text="Nobel", nodes=NODES, edges=EDGES, top_k=bad_top_k)
+
+    def test_empty_graph_and_unmatched_query_give_nothing(self) -> None:
+        assert self.rank(query_text=["Nobel", "lava"], nodes=[], edges=[]) == [[], []]
+        assert self.one(query_text="zyxwvut quasar", nodes=NODES, edges=EDGES) == []
+
+    def test_deterministic_across_runs(self) -> None:
+        options = {"query_text": ["Nobel Prize", "lava rock", "Poland"], "nodes": NODES, "edges": EDGES}
+        assert self.rank(**options) == self.rank(**options)
+
+    def test_ties_break_by_doc_id(self) -> None:
+        nodes = [{"doc_id": doc_id, "text": "twin comets"} for doc_id in ("b", "c", "a")]
+        passages = self.one(query_text="comets", nodes=nodes, edges=[["a", "b"], ["b", "c"], ["c", "a"]])
+        assert [passage["doc_id"] for passage in passages] == ["a", "b", "c"]
+
+    def test_pairs_and_dicts_describe_the_same_edges(self) -> None:
+        as_dicts = [{"source": "curie", "target": "polonium", "weight": 1}, {"source": "warsaw", "target": "curie"}]
+        as_pairs = [["polonium", "curie"], ("curie", "warsaw")]
+        assert self.one(query_text="Nobel", nodes=NODES, edges=as_dicts) == self.one(
+            query_text="Nobel", nodes=NODES, edges=as_pairs
+        )
+
+    def test_int_doc_ids_are_normalised(self) -> None:
+        nodes = [{"doc_id": 1, "text": "Nobel laureate"}, {"doc_id": 2, "text": "a quiet village"}]
+        passages = self.one(query_text="Nobel", nodes=nodes, edges=[[1, "2"]])
+        assert [passage["doc_id"] for passage in passages] == ["1", "2"]
+
+    def test_knowledge_graph_feeds_graph_source(self) -> None:
+        kg_options = {"kg_backend": "triples", "triples": TRIPLES}
+        graph = run_chained("knowledge_graph", kg_options, {TriplesKnowledgeGraph})[0]
+        query = "Who discovered Polonium?"
+        inline = self.one(query_text=query, nodes=graph["nodes"], edges=graph["edges"])
+        groups: set[type[FeatureGroup]] = {self.connector_class(), TriplesKnowledgeGraph}
+        by_name = run_chained(
+            self.feature_name,
+            self.request(query_text=query, graph_source="knowledge_graph", **kg_options),
+            groups,
+            in_group=True,
+        )
+        kg_feature = Feature("knowledge_graph", options=Options(context=kg_options))
+        by_feature = run_chained(self.feature_name, self.request(query_text=query, graph_source=kg_feature), groups)
+        assert by_name == by_feature == [inline]
+        ranked = [passage["doc_id"] for passage in inline]
+        assert set(ranked[:2]) == {"Polonium", "Marie Curie"}
+        assert "Lava" not in ranked and "Basalt" not in ranked
+
+    def test_graph_source_rows_pair_with_queries(self) -> None:
+        second = {
+            "nodes": [{"doc_id": "x", "text": "lava rock"}, {"doc_id": "y", "text": "cold sea"}],
+            "edges": [["x", "y"]],
+        }
+        upstream = kit_rows_feature([{"nodes": NODES, "edges": EDGES}, second])
+        rows = run_chained(
+            self.feature_name,
+            self.request(query_text=["Nobel Prize", "lava"], graph_source=upstream),
+            {self.connector_class(), KitItemRows},
+        )
+        assert [row[0]["doc_id"] for row in rows] == ["curie", "x"]
+        assert [passage["doc_id"] for passage in rows[1]] == ["x", "y"]
+
+    def test_options_in_group_work_too(self) -> None:
+        rows = run_feature(
+            self.feature_name,
+            self.request(query_text="Nobel", nodes=NODES, edges=EDGES, top_k=1),
+            {self.connector_class()},
+            in_group=True,
+        )
+        assert rows[0][0]["doc_id"] == "curie"
+
+    @pytest.mark.parametrize(
+        ("options", "error", "option_name"),
+        [
+            ({"nodes": NODES, "edges": EDGES}, MissingOptionError, "query_text"),
+            ({"query_text": "Nobel"}, MissingOptionError, "nodes"),
+            ({"query_text": "Nobel", "edges": EDGES}, MissingOptionError, "nodes"),
+            ({"query_text": ["Nobel", 1], "nodes": NODES}, InvalidOptionError, "query_text"),
+            ({"query_text": "Nobel", "nodes": "curie"}, InvalidOptionError, "nodes"),
+            ({"query_text": "Nobel", "nodes": ["curie"]}, InvalidOptionError, r"nodes\[0\]"),
+            ({"query_text": "Nobel", "nodes": [{"doc_id": "a"}]}, InvalidOptionError, "text"),
+            ({"query_text": "Nobel", "nodes": NODES, "edges": {"curie": "warsaw"}}, InvalidOptionError, "edges"),
+            ({"query_text": "Nobel", "nodes": NODES, "edges": [["curie", "mars"]]}, InvalidOptionError, "mars"),
+            ({"query_text": "Nobel", "nodes": NODES, "edges": [["curie", "curie"]]}, InvalidOptionError, "self-loop"),
+            ({"query_text": "Nobel", "nodes": NODES, "edges": [["curie", "warsaw", "x"]]}, InvalidOptionError, "edges"),
+            ({"query_text": "Nobel", "nodes": NODES, "edges": ["curie-warsaw"]}, InvalidOptionError, r"edges\[0\]"),
+            ({"query_text": "Nobel", "nodes": NODES, "edges": [["curie"]]}, InvalidOptionError, r"edges\[0\]"),
+            ({"query_text": "Nobel", "nodes": NODES, "edges": [["curie", 2.5]]}, InvalidOptionError, "edges"),
+            ({"query_text": "Nobel", "nodes": NODES, "edges": [["curie", True]]}, InvalidOptionError, "edges"),
+            ({"query_text": "Nobel", "nodes": NODES, "edges": [{"source": "curie"}]}, InvalidOptionError, "edges"),
+            (
+                {
+                    "query_text": "Nobel",
+                    "nodes": NODES,
+                    "edges": [{"source": "curie", "target": "warsaw", "wieght": 2}],
+                },
+                InvalidOptionError,
+                "edges",
+            ),
+            ({"query_text": "Nobel", "nodes": NODES, "graph_source": "kg"}, InvalidOptionError, "graph_source"),
+            ({"query_text": "Nobel", "nodes": NODES, "graph_hops": -1}, InvalidOptionError, "graph_hops"),
+            ({"query_text": "Nobel", "nodes": NODES, "graph_damping": 0}, InvalidOptionError, "graph_damping"),
+            ({"query_text": "Nobel", "nodes": NODES, "graph_scoring": "magic"}, InvalidOptionError, "graph_scoring"),
+        ],
+    )
+    def test_bad_input_is_a_typed_error(
+        self, options: Mapping[str, Any], error: type[Exception], option_name: str
+    ) -> None:
+        with pytest.raises(error, match=option_name):
+            self.rank(**options)
+
+    @pytest.mark.parametrize("weight", [0, -1.0, True, "2", float("nan"), float("inf"), None.__class__])
+    def test_bad_weight_is_a_typed_error(self, weight: Any) -> None:
+        edges = [{"source": "curie", "target": "warsaw", "weight": weight}]
+        with pytest.raises(InvalidOptionError, match=r"edges\[0\].weight"):
+            self.rank(query_text="Nobel", nodes=NODES, edges=edges)
+
+    def test_duplicate_node_ids_are_refused(self) -> None:
+        nodes = [{"doc_id": "a", "text": "Nobel"}, {"doc_id": "a", "text": "Prize"}]
+        with pytest.raises(DuplicateDocIdError, match="nodes"):
+            self.rank(query_text="Nobel", nodes=nodes)

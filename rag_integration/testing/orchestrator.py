@@ -1,0 +1,243 @@
+"""The orchestrator contract kit.
+
+Subclass ``OrchestratorContractTests`` in a test module and implement ``connector_class``; override
+``backend_options`` for options your backend needs in tests (a server URL, a fixture path), and
+``matches_by_word_overlap`` if a query sharing no word with the corpus may still find documents.
+Every query the kit sends to an engine is listed in ``KIT_QUERIES``, so a recorded backend can be
+prepared for exactly these (run over ``CORPUS``, and ``"comets"`` over ``TWINS + CORPUS``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import pytest
+
+from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError, MissingOptionError
+from rag_integration.core.index_cache import INDEX_CACHE
+from rag_integration.core.sentences import split_sentences
+from rag_integration.feature_groups.connectors.orchestrator.base import BaseOrchestratorConnector
+from rag_integration.testing.runner import run_feature
+
+CORPUS: list[dict[str, Any]] = [
+    {
+        "doc_id": "cat",
+        "lang": "en",
+        "text": "The cat purrs and naps on the warm windowsill all afternoon. At night it hunts moths in the garden.",
+    },
+    {
+        "doc_id": "dog",
+        "lang": "en",
+        "text": "A loyal dog fetches the ball and guards the garden gate. It barks at the postman every morning.",
+    },
+    {
+        "doc_id": "engine",
+        "lang": "en",
+        "text": "Change the engine oil and the oil filter of the car every year. Old oil wears the engine out.",
+    },
+    {
+        "doc_id": "bread",
+        "lang": "de",
+        "text": "Sourdough bread needs a starter, flour, water and a hot oven. The dough rests overnight.",
+    },
+    {
+        "doc_id": "tide",
+        "lang": "de",
+        "text": "The moon pulls the ocean, making the tide rise twice a day. Sailors plan their trips by the tide tables.",
+    },
+    {
+        "doc_id": "volcano",
+        "lang": "fr",
+        "text": "Lava from the volcano flows down the mountain after an eruption. Ash clouds can ground aeroplanes.",
+    },
+]
+TWINS: list[dict[str, Any]] = [{"doc_id": doc_id, "text": "Identical twin documents about comets."} for doc_id in "bca"]
+KIT_QUERIES: tuple[str, ...] = (
+    "cat windowsill",
+    "oil for the car engine and the dog",
+    "engine oil filter for my car",
+    "the cat and the dog",
+    "zyxwvut qqqq",
+    "engine oil",
+    "moon tide ocean",
+    "lava eruption",
+    "the dog and the cat",
+    "oil",
+    "comets",
+)
+ROW_KEYS = {"answer", "documents"}
+PASSAGE_KEYS = {"doc_id", "text", "score", "rank"}
+TEXT_OF = {document["doc_id"]: document["text"] for document in CORPUS + TWINS}
+
+
+def quoted_from(answer: str, passages: list[dict[str, Any]]) -> bool:
+    """True when every sentence of ``answer`` appears verbatim (up to whitespace) in one of ``passages``."""
+    texts = [" ".join(passage["text"].split()) for passage in passages]
+    return all(any(" ".join(sentence.split()) in text for text in texts) for sentence in split_sentences(answer))
+
+
+class OrchestratorContractTests:
+    """Every orchestrator backend must pass these; each test runs through ``mlodaAPI.run_all``."""
+
+    feature_name: ClassVar[str] = "orchestrated_answer"
+
+    @classmethod
+    def connector_class(cls) -> type[BaseOrchestratorConnector]:
+        raise NotImplementedError("return the backend class under test")
+
+    @classmethod
+    def backend_options(cls) -> dict[str, Any]:
+        """Extra options every request of this backend needs in tests."""
+        return {}
+
+    @classmethod
+    def matches_by_word_overlap(cls) -> bool:
+        """True when a query that shares no word with the corpus gets no document and an empty answer."""
+        return True
+
+    def request(self, **options: Any) -> dict[str, Any]:
+        connector = self.connector_class()
+        return {"orchestrator_backend": connector.BACKEND, **self.backend_options(), **options}
+
+    def orchestrate(self, **options: Any) -> list[Any]:
+        return run_feature(self.feature_name, self.request(**options), {self.connector_class()})
+
+    def one(self, **options: Any) -> dict[str, Any]:
+        rows = self.orchestrate(**options)
+        assert len(rows) == 1, rows
+        return dict(rows[0])
+
+    @pytest.fixture(autouse=True)
+    def _fresh_index_cache(self) -> None:
+        INDEX_CACHE.clear()
+
+    def test_row_shape_and_types(self) -> None:
+        row = self.one(query_text="cat windowsill", corpus=CORPUS)
+        assert set(row) == ROW_KEYS
+        assert isinstance(row["answer"], str) and row["answer"]
+        assert isinstance(row["documents"], list) and row["documents"]
+        for passage in row["documents"]:
+            assert set(passage) == PASSAGE_KEYS
+            assert type(passage["doc_id"]) is str and type(passage["text"]) is str
+            assert type(passage["score"]) is float and type(passage["rank"]) is int
+
+    def test_documents_are_grounded_in_the_corpus(self) -> None:
+        passages = self.one(query_text="oil for the car engine and the dog", corpus=CORPUS, top_k=6)["documents"]
+        assert passages
+        assert [passage["rank"] for passage in passages] == list(range(1, len(passages) + 1))
+        scores = [passage["score"] for passage in passages]
+        assert scores == sorted(scores, reverse=True)
+        assert len({passage["doc_id"] for passage in passages}) == len(passages)
+        for passage in passages:
+            assert passage["text"] == TEXT_OF[passage["doc_id"]]
+
+    def test_answer_is_quoted_from_the_returned_documents(self) -> None:
+        row = self.one(query_text="engine oil filter for my car", corpus=CORPUS, top_k=2)
+        assert row["answer"] and quoted_from(row["answer"], row["documents"])
+        assert "oil" in row["answer"].lower()
+
+    def test_expected_top_document_with_margin(self) -> None:
+        passages = self.one(query_text="engine oil filter for my car", corpus=CORPUS, top_k=3)["documents"]
+        assert passages[0]["doc_id"] == "engine"
+        if len(passages) > 1:
+            assert passages[0]["score"] > passages[1]["score"]
+
+    def test_top_k_bounds(self) -> None:
+        single = self.one(query_text="the cat and the dog", corpus=CORPUS, top_k=1)
+        assert len(single["documents"]) == 1 and quoted_from(single["answer"], single["documents"])
+        everything = self.one(query_text="the cat and the dog", corpus=CORPUS, top_k=1000)["documents"]
+        assert 2 <= len(everything) <= len(CORPUS)
+        default = self.one(query_text="the cat and the dog", corpus=CORPUS)["documents"]
+        assert default == everything[:10]
+
+    @pytest.mark.parametrize("bad_top_k", [0, -3, True, 2.0, "5", [3]])
+    def test_bad_top_k_is_a_typed_error(self, bad_top_k: Any) -> None:
+        with pytest.raises(InvalidOptionError, match="top_k"):
+            self.orchestrate(query_text="engine oil", corpus=CORPUS, top_k=bad_top_k)
+
+    def test_empty_corpus_gives_empty_answers(self) -> None:
+        assert self.orchestrate(query_text=["cat", "dog"], corpus=[]) == [{"answer": "", "documents": []}] * 2
+
+    def test_query_sharing_nothing(self) -> None:
+        row = self.one(query_text="zyxwvut qqqq", corpus=CORPUS)
+        if self.matches_by_word_overlap():
+            assert row == {"answer": "", "documents": []}
+        else:
+            assert quoted_from(row["answer"], row["documents"])
+
+    def test_batched_queries_equal_one_by_one(self) -> None:
+        queries = ["cat windowsill", "engine oil", "moon tide ocean", "lava eruption"]
+        batched = self.orchestrate(query_text=queries, corpus=CORPUS, top_k=3)
+        assert len(batched) == len(queries)
+        for query, row in zip(queries, batched):
+            assert dict(row) == self.one(query_text=query, corpus=CORPUS, top_k=3)
+        assert [row["documents"][0]["doc_id"] for row in batched] == ["cat", "engine", "tide", "volcano"]
+
+    def test_deterministic_across_runs(self) -> None:
+        first = self.orchestrate(query_text=["the dog and the cat", "oil"], corpus=CORPUS, top_k=4)
+        INDEX_CACHE.clear()
+        assert self.orchestrate(query_text=["the dog and the cat", "oil"], corpus=CORPUS, top_k=4) == first
+
+    def test_ties_break_by_doc_id(self) -> None:
+        passages = self.one(query_text="comets", corpus=TWINS + CORPUS, top_k=2)["documents"]
+        assert [passage["doc_id"] for passage in passages] == ["a", "b"]
+        assert passages[0]["score"] == passages[1]["score"]
+
+    def test_options_in_group_work_too(self) -> None:
+        request = self.request(query_text="engine oil", corpus=CORPUS, top_k=1)
+        rows = run_feature(self.feature_name, request, {self.connector_class()}, in_group=True)
+        assert rows[0]["documents"][0]["doc_id"] == "engine"
+
+    @pytest.mark.parametrize(
+        ("options", "error", "option_name"),
+        [
+            ({"corpus": CORPUS}, MissingOptionError, "query_text"),
+            ({"query_text": "cat"}, MissingOptionError, "corpus"),
+            ({"query_text": 5, "corpus": CORPUS}, InvalidOptionError, "query_text"),
+            ({"query_text": ["cat", 3], "corpus": CORPUS}, InvalidOptionError, "query_text"),
+            ({"query_text": [], "corpus": CORPUS}, InvalidOptionError, "query_text"),
+            ({"query_text": "cat", "corpus": "a cat"}, InvalidOptionError, "corpus"),
+            ({"query_text": "cat", "corpus": ["a cat"]}, InvalidOptionError, "corpus"),
+            ({"query_text": "cat", "corpus": [{"doc_id": "x"}]}, InvalidOptionError, "corpus"),
+            ({"query_text": "cat", "corpus": [{"doc_id": 1.5, "text": "t"}]}, InvalidOptionError, "doc_id"),
+            ({"query_text": "cat", "corpus": CORPUS, "index_cache_size": -1}, InvalidOptionError, "index_cache_size"),
+            ({"query_text": "cat", "corpus": CORPUS, "index_cache_size": 2.0}, InvalidOptionError, "index_cache_size"),
+            ({"queries_source": ["cat"], "corpus": CORPUS}, InvalidOptionError, "queries_source"),
+            ({"query_text": "cat", "corpus_source": 5}, InvalidOptionError, "corpus_source"),
+            ({"query_text": "cat", "queries_source": "q", "corpus": CORPUS}, InvalidOptionError, "queries_source"),
+            ({"query_text": "cat", "corpus": CORPUS, "corpus_source": "d"}, InvalidOptionError, "corpus_source"),
+        ],
+    )
+    def test_bad_input_is_a_typed_error(
+        self, options: Mapping[str, Any], error: type[Exception], option_name: str
+    ) -> None:
+        with pytest.raises(error, match=option_name):
+            self.orchestrate(**options)
+
+    def test_duplicate_doc_ids_are_refused(self) -> None:
+        with pytest.raises(DuplicateDocIdError, match="corpus"):
+            self.orchestrate(query_text="cat", corpus=[{"doc_id": "1", "text": "a"}, {"doc_id": 1, "text": "b"}])
+
+    def test_same_answers_in_a_fresh_process(self) -> None:
+        connector = self.connector_class()
+        script = (
+            "import json, sys\n"
+            "from rag_integration.testing.runner import run_feature\n"
+            f"from {connector.__module__} import {connector.__name__} as Connector\n"
+            "options = json.loads(sys.argv[1])\n"
+            "print(json.dumps(run_feature('orchestrated_answer', options, {Connector})))\n"
+        )
+        options = self.request(query_text=["the cat and the dog", "oil"], corpus=CORPUS, top_k=4)
+        completed = subprocess.run(
+            [sys.executable, "-c", script, json.dumps(options)],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, PYTHONHASHSEED="12345"),
+            check=True,
+        )
+        assert json.loads(completed.stdout.strip().splitlines()[-1]) == self.orchestrate(**options)

@@ -1,0 +1,345 @@
+"""The rerank contract kit, plus a tiny FlashRank-compatible model folder for offline tests.
+
+Subclass ``RerankContractTests`` and implement ``connector_class``; override ``backend_options`` for options your
+backend needs in tests (e.g. ``flashrank_model_dir``). ``build_tiny_flashrank_model`` writes a small but real ONNX
+cross-encoder (token-overlap logits between the query and passage segments) with a WordPiece tokenizer, in the
+folder layout FlashRank loads, so the whole path (load, score, reorder) runs with no network.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from mloda.provider import FeatureGroup, FeatureSet
+from mloda.user import DataAccessCollection, Feature, FeatureName, Options, PluginCollector, mlodaAPI
+from mloda.user.python_dict import PythonDictFramework
+
+from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError, MissingOptionError
+from rag_integration.feature_groups.connectors.rerank.base import BaseRerankConnector
+from rag_integration.testing.retrieve import CORPUS
+from rag_integration.testing.runner import run_feature
+
+ROW_KEYS = {"doc_id", "text", "score", "rank"}
+CANDIDATES: list[dict[str, Any]] = [
+    {"doc_id": doc["doc_id"], "text": doc["text"], "score": 1.0 / (position + 1), "rank": position + 1}
+    for position, doc in enumerate(CORPUS)
+]
+ROWS_FEATURE = "kit_item_rows"
+TWIN_TEXT = "identical twin passages about comets"
+DOCUMENTS: list[dict[str, Any]] = [
+    {"doc_id": 7, "text": "comet tails glow", "source": "sky"},
+    {"text": "planets orbit the sun"},
+]
+KIT_TEXTS: tuple[str, ...] = (*(doc["text"] for doc in CORPUS), TWIN_TEXT, *(doc["text"] for doc in DOCUMENTS))
+
+
+class KitItemRows(FeatureGroup):
+    """A root feature whose rows are the ``kit_rows`` option: an upstream for ``*_source`` tests."""
+
+    @classmethod
+    def match_feature_group_criteria(
+        cls,
+        feature_name: FeatureName | str,
+        options: Options,
+        data_access_collection: DataAccessCollection | None = None,
+    ) -> bool:
+        return str(feature_name) == ROWS_FEATURE
+
+    def input_features(self, options: Options, feature_name: FeatureName) -> set[Feature] | None:
+        return None
+
+    @classmethod
+    def calculate_feature(cls, data: Any, features: FeatureSet) -> Any:
+        options = next(iter(features.features)).options
+        return {ROWS_FEATURE: list(options.get("kit_rows"))}
+
+
+def run_chained(
+    feature_name: str, options: Mapping[str, Any], groups: Iterable[type[FeatureGroup]], *, in_group: bool = False
+) -> list[Any]:
+    """Run ``feature_name`` in one ``run_all`` together with the upstream features it names.
+
+    Upstream features named by a string inherit the group options only, so such chains pass ``in_group=True``.
+    """
+    wrapped = Options(group=dict(options)) if in_group else Options(context=dict(options))
+    result = mlodaAPI.run_all(
+        [Feature(feature_name, options=wrapped)],
+        compute_frameworks=[PythonDictFramework],
+        plugin_collector=PluginCollector.enabled_feature_groups(set(groups)),
+    )
+    for frame in result:
+        if feature_name in frame:
+            return list(frame[feature_name])
+    raise AssertionError(f"run_all returned no column '{feature_name}': {result!r}")
+
+
+def kit_rows_feature(rows: list[Any]) -> Feature:
+    return Feature(ROWS_FEATURE, options=Options(context={"kit_rows": rows}))
+
+
+class RerankContractTests:
+    """Every rerank backend must pass these; each test runs through ``mlodaAPI.run_all``."""
+
+    feature_name: ClassVar[str] = "reranked_passages"
+
+    @classmethod
+    def connector_class(cls) -> type[BaseRerankConnector]:
+        raise NotImplementedError("return the backend class under test")
+
+    @classmethod
+    def backend_options(cls) -> dict[str, Any]:
+        return {}
+
+    def request(self, **options: Any) -> dict[str, Any]:
+        return {"rerank_backend": self.connector_class().BACKEND, **self.backend_options(), **options}
+
+    def rerank(self, **options: Any) -> list[Any]:
+        return run_feature(self.feature_name, self.request(**options), {self.connector_class()})
+
+    def one(self, **options: Any) -> list[dict[str, Any]]:
+        rows = self.rerank(**options)
+        assert len(rows) == 1, rows
+        return list(rows[0])
+
+    def test_row_shape_and_every_candidate_kept(self) -> None:
+        passages = self.one(query_text="cat windowsill", candidates=CANDIDATES)
+        assert sorted(passage["doc_id"] for passage in passages) == sorted(doc["doc_id"] for doc in CORPUS)
+        for passage in passages:
+            assert set(passage) == ROW_KEYS
+            assert isinstance(passage["doc_id"], str) and isinstance(passage["text"], str)
+            assert type(passage["score"]) is float and type(passage["rank"]) is int
+            assert passage["text"] == next(doc["text"] for doc in CORPUS if doc["doc_id"] == passage["doc_id"])
+
+    def test_ranks_and_scores_are_ordered(self) -> None:
+        passages = self.one(query_text="oil for the car engine and the dog", candidates=CANDIDATES)
+        assert [passage["rank"] for passage in passages] == list(range(1, len(CORPUS) + 1))
+        scores = [passage["score"] for passage in passages]
+        assert scores == sorted(scores, reverse=True)
+
+    def test_expected_top_candidate_with_margin(self) -> None:
+        passages = self.one(query_text="change the engine oil filter of my car", candidates=CANDIDATES[::-1])
+        assert passages[0]["doc_id"] == "engine"
+        assert passages[0]["score"] > passages[1]["score"]
+
+    def test_scores_are_fresh_and_order_follows_the_query(self) -> None:
+        first = self.one(query_text="moon ocean tide", candidates=CANDIDATES)
+        second = self.one(query_text="volcano lava eruption mountain", candidates=CANDIDATES)
+        assert first[0]["doc_id"] == "tide" and second[0]["doc_id"] == "volcano"
+        assert [p["score"] for p in first] != [c["score"] for c in CANDIDATES]
+
+    def test_top_k_bounds(self) -> None:
+        assert len(self.one(query_text="dog", candidates=CANDIDATES, top_k=1)) == 1
+        everything = self.one(query_text="dog", candidates=CANDIDATES, top_k=1000)
+        assert len(everything) == len(CANDIDATES)
+        assert self.one(query_text="dog", candidates=CANDIDATES) == everything
+        assert self.one(query_text="dog", candidates=CANDIDATES, top_k=2) == everything[:2]
+
+    @pytest.mark.parametrize("bad_top_k", [0, -1, True, 2.0, "3"])
+    def test_bad_top_k_is_a_typed_error(self, bad_top_k: Any) -> None:
+        with pytest.raises(InvalidOptionError, match="top_k"):
+            self.rerank(query_text="dog", candidates=CANDIDATES, top_k=bad_top_k)
+
+    def test_empty_candidates_give_an_empty_ranking(self) -> None:
+        assert self.rerank(query_text=["cat", "dog"], candidates=[]) == [[], []]
+
+    def test_deterministic_across_runs(self) -> None:
+        options = {"query_text": ["the dog and the cat", "engine oil"], "candidates": CANDIDATES, "top_k": 4}
+        assert self.rerank(**options) == self.rerank(**options)
+
+    def test_ties_keep_input_order(self) -> None:
+        twins = [{"doc_id": doc_id, "text": TWIN_TEXT} for doc_id in ("b", "c", "a")]
+        passages = self.one(query_text="comets", candidates=twins)
+        assert [passage["doc_id"] for passage in passages] == ["b", "c", "a"]
+        assert passages[0]["score"] == passages[1]["score"] == passages[2]["score"]
+
+    def test_plain_documents_are_candidates_too(self) -> None:
+        passages = self.one(query_text="comet tails", candidates=DOCUMENTS, return_metadata=True)
+        assert passages[0]["doc_id"] == "7" and passages[0]["metadata"] == {"source": "sky"}
+        assert passages[1]["doc_id"] == "1" and passages[1]["metadata"] == {}
+
+    def test_batched_queries_equal_one_by_one(self) -> None:
+        queries = ["cat windowsill", "engine oil", "bread oven"]
+        batched = self.rerank(query_text=queries, candidates=CANDIDATES, top_k=3)
+        assert [list(rows) for rows in batched] == [
+            self.one(query_text=q, candidates=CANDIDATES, top_k=3) for q in queries
+        ]
+
+    def test_candidates_source_reads_an_upstream_feature(self) -> None:
+        upstream = kit_rows_feature([CANDIDATES[:3], CANDIDATES[3:]])
+        rows = run_chained(
+            self.feature_name,
+            self.request(query_text=["dog garden", "moon tide"], candidates_source=upstream, top_k=2),
+            {self.connector_class(), KitItemRows},
+        )
+        assert [row[0]["doc_id"] for row in rows] == ["dog", "tide"]
+        assert all(len(row) == 2 for row in rows)
+
+    def test_options_in_group_work_too(self) -> None:
+        connector = self.connector_class()
+        rows = run_feature(
+            self.feature_name,
+            self.request(query_text="engine oil", candidates=CANDIDATES, top_k=1),
+            {connector},
+            in_group=True,
+        )
+        assert rows[0][0]["doc_id"] == "engine"
+
+    @pytest.mark.parametrize(
+        ("options", "error", "option_name"),
+        [
+            ({"candidates": CANDIDATES}, MissingOptionError, "query_text"),
+            ({"query_text": "cat"}, MissingOptionError, "candidates"),
+            ({"query_text": 5, "candidates": CANDIDATES}, InvalidOptionError, "query_text"),
+            ({"query_text": ["cat", None], "candidates": CANDIDATES}, InvalidOptionError, "query_text"),
+            ({"query_text": "cat", "candidates": "a cat"}, InvalidOptionError, "candidates"),
+            ({"query_text": "cat", "candidates": {"doc_id": "x", "text": "t"}}, InvalidOptionError, "candidates"),
+            ({"query_text": "cat", "candidates": ["a cat"]}, InvalidOptionError, r"candidates\[0\]"),
+            ({"query_text": "cat", "candidates": [{"doc_id": "x"}]}, InvalidOptionError, "text"),
+            ({"query_text": "cat", "candidates": [{"doc_id": True, "text": "t"}]}, InvalidOptionError, "doc_id"),
+            ({"query_text": "cat", "candidates": CANDIDATES, "candidates_source": "x"}, InvalidOptionError, "source"),
+            ({"query_text": "cat", "candidates_source": 3}, InvalidOptionError, "candidates_source"),
+            ({"query_text": "cat", "candidates": CANDIDATES, "return_metadata": 1}, InvalidOptionError, "metadata"),
+        ],
+    )
+    def test_bad_input_is_a_typed_error(
+        self, options: Mapping[str, Any], error: type[Exception], option_name: str
+    ) -> None:
+        with pytest.raises(error, match=option_name):
+            self.rerank(**options)
+
+    def test_duplicate_doc_ids_are_refused(self) -> None:
+        duplicates = [{"doc_id": "1", "text": "a cat"}, {"doc_id": 1, "text": "a dog"}]
+        with pytest.raises(DuplicateDocIdError, match="candidates"):
+            self.rerank(query_text="cat", candidates=duplicates)
+
+
+TINY_MODEL_NAME = "ms-marco-TinyBERT-L-2-v2"
+TINY_MODEL_FILE = "flashrank-TinyBERT-L-2-v2.onnx"
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def build_tiny_flashrank_model(cache_dir: Path, texts: Iterable[str], model_name: str = TINY_MODEL_NAME) -> Path:
+    """Write ``cache_dir/<model_name>/`` as FlashRank expects it and return that folder.
+
+    The vocabulary is every lower-cased word of ``texts``; the model's logit for a (query, passage) pair counts
+    the pairs of equal words across the two segments, so passages sharing more words with the query score higher.
+    """
+    from flashrank.Config import model_file_map
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+
+    folder = Path(cache_dir) / model_name
+    folder.mkdir(parents=True, exist_ok=True)
+    words = sorted({word for text in texts for word in re.findall(r"\w+", text.lower())} - set(SPECIAL_TOKENS))
+    vocab = {token: index for index, token in enumerate((*SPECIAL_TOKENS, *words))}
+    tokenizer = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
+    )
+    tokenizer.save(str(folder / "tokenizer.json"))
+    special = {
+        "pad_token": "[PAD]",
+        "unk_token": "[UNK]",
+        "cls_token": "[CLS]",
+        "sep_token": "[SEP]",
+        "mask_token": "[MASK]",
+    }
+    (folder / "special_tokens_map.json").write_text(json.dumps(special), encoding="utf-8")
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps({"model_max_length": 512, "do_lower_case": True, **special}), encoding="utf-8"
+    )
+    (folder / "config.json").write_text(
+        json.dumps({"model_type": "bert", "pad_token_id": 0, "vocab_size": len(vocab)}), encoding="utf-8"
+    )
+    (folder / model_file_map[model_name]).write_bytes(_overlap_cross_encoder(len(vocab), len(SPECIAL_TOKENS)))
+    return folder
+
+
+# ONNX is protobuf; the few messages this model needs are written here field by field (numbers from onnx.proto).
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _field(number: int, value: int | str | bytes) -> bytes:
+    if isinstance(value, int):
+        return _varint(number << 3) + _varint(value)
+    payload = value.encode() if isinstance(value, str) else value
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _tensor(name: str, dims: list[int], data_type: int, raw: bytes) -> bytes:
+    return b"".join(_field(1, dim) for dim in dims) + _field(2, data_type) + _field(8, name) + _field(9, raw)
+
+
+def _value_info(name: str, elem_type: int, dims: list[int | str]) -> bytes:
+    shape = b"".join(_field(1, _field(1, dim) if isinstance(dim, int) else _field(2, dim)) for dim in dims)
+    return _field(1, name) + _field(2, _field(1, _field(1, elem_type) + _field(2, shape)))
+
+
+def _node(op_type: str, inputs: list[str], outputs: list[str], **int_attributes: int) -> bytes:
+    body = b"".join(_field(1, name) for name in inputs) + b"".join(_field(2, name) for name in outputs)
+    body += _field(4, op_type)
+    for name, value in int_attributes.items():
+        body += _field(5, _field(1, name) + _field(3, value) + _field(20, 2))
+    return body
+
+
+def _overlap_cross_encoder(vocab_size: int, special_count: int) -> bytes:
+    """logit = <sum of query-segment one-hots, sum of passage-segment one-hots>; special tokens embed to zero."""
+    float_type, int64_type = 1, 7
+    embedding = [
+        1.0 if row == column and row >= special_count else 0.0
+        for row in range(vocab_size)
+        for column in range(vocab_size)
+    ]
+    initializers = [
+        _tensor("embedding", [vocab_size, vocab_size], float_type, struct.pack(f"<{len(embedding)}f", *embedding)),
+        _tensor("axis_tokens", [1], int64_type, struct.pack("<q", 1)),
+        _tensor("axis_features", [1], int64_type, struct.pack("<q", 2)),
+    ]
+    nodes = [
+        _node("Gather", ["embedding", "input_ids"], ["tokens"]),
+        _node("Cast", ["attention_mask"], ["mask"], to=float_type),
+        _node("Cast", ["token_type_ids"], ["segment"], to=float_type),
+        _node("Mul", ["mask", "segment"], ["passage_mask"]),
+        _node("Sub", ["mask", "passage_mask"], ["query_mask"]),
+        _node("Unsqueeze", ["query_mask", "axis_features"], ["query_mask3"]),
+        _node("Unsqueeze", ["passage_mask", "axis_features"], ["passage_mask3"]),
+        _node("Mul", ["tokens", "query_mask3"], ["query_tokens"]),
+        _node("Mul", ["tokens", "passage_mask3"], ["passage_tokens"]),
+        _node("ReduceSum", ["query_tokens", "axis_tokens"], ["query_vector"], keepdims=0),
+        _node("ReduceSum", ["passage_tokens", "axis_tokens"], ["passage_vector"], keepdims=0),
+        _node("Mul", ["query_vector", "passage_vector"], ["products"]),
+        _node("ReduceSum", ["products", "axis_tokens"], ["logits"], keepdims=1),
+    ]
+    inputs = [
+        _value_info(name, int64_type, ["batch", "sequence"])
+        for name in ("input_ids", "attention_mask", "token_type_ids")
+    ]
+    graph = (
+        b"".join(_field(1, node) for node in nodes)
+        + _field(2, "tiny_overlap_cross_encoder")
+        + b"".join(_field(5, tensor) for tensor in initializers)
+        + b"".join(_field(11, value) for value in inputs)
+        + _field(12, _value_info("logits", float_type, ["batch", 1]))
+    )
+    return (
+        _field(1, 7)
+        + _field(2, "rag-integration-testing")
+        + _field(7, graph)
+        + _field(8, _field(1, "") + _field(2, 13))
+    )

@@ -1,0 +1,51 @@
+"""The sentence splitter shared by generate, the orchestrator answer check and the sentence chunker."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_integration.core.sentences import sentence_spans, split_sentences
+
+
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        (
+            "Dr. Smith measured 3.5 kg of oil, e.g. in the engine. The result was clear!",
+            ["Dr. Smith measured 3.5 kg of oil, e.g. in the engine.", "The result was clear!"],
+        ),
+        (
+            "Mr. and Mrs. Lee met Prof. Kim vs. St. Clair. Done.",
+            ["Mr. and Mrs. Lee met Prof. Kim vs. St. Clair.", "Done."],
+        ),
+        (
+            "J. R. R. Tolkien wrote books. He lived in the U.K. for years.",
+            ["J. R. R. Tolkien wrote books.", "He lived in the U.K. for years."],
+        ),
+        ("Versions 2.0 and 3.5. The end", ["Versions 2.0 and 3.5.", "The end"]),
+        ("Pi is 3.14159 roughly. Yes", ["Pi is 3.14159 roughly.", "Yes"]),
+        ("Der Ärztin gefällt das. Über Nacht blieb es kalt.", ["Der Ärztin gefällt das.", "Über Nacht blieb es kalt."]),
+        ("Das ist z.B. gut. Öl ist teuer.", ["Das ist z.B. gut.", "Öl ist teuer."]),
+        ("Он пришёл. Она ушла.", ["Он пришёл.", "Она ушла."]),
+        ("東京は日本の首都です。大阪は大きい都市です。", ["東京は日本の首都です。", "大阪は大きい都市です。"]),
+        ('He said "Stop." Then he left... Really? Yes.', ['He said "Stop."', "Then he left...", "Really?", "Yes."]),
+        ("Wait... what happened", ["Wait... what happened"]),
+        ("First paragraph without a stop\n\nsecond paragraph", ["First paragraph without a stop", "second paragraph"]),
+        ("See Fig. 3 for details.", ["See Fig. 3 for details."]),
+        ("", []),
+        ("   ", []),
+    ],
+)
+def test_split_sentences(text: str, sentences: list[str]) -> None:
+    assert split_sentences(text) == sentences
+
+
+def test_sentences_are_verbatim_substrings() -> None:
+    text = "Ein Satz über Öl.  Noch ein Satz, e.g. mit 2.5 Litern!\nUnd ein dritter."
+    assert all(sentence in text for sentence in split_sentences(text))
+    assert len(split_sentences(text)) == 3
+
+
+def test_spans_point_at_the_sentences() -> None:
+    text = "  One here.  Two, e.g. this one!\n\nThree"
+    assert [text[start:end] for start, end in sentence_spans(text)] == split_sentences(text)

@@ -1,0 +1,94 @@
+"""The family base's grounding guard, fed engine answers directly: what it accepts and what it refuses."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from rag_integration.core.documents import read_documents
+from rag_integration.core.errors import GroundingError, RankingContractError
+from rag_integration.feature_groups.connectors.orchestrator import (
+    EngineAnswer,
+    EngineHit,
+    OrchestratorRequest,
+    R2RFixtureOrchestrator,
+)
+from rag_integration.feature_groups.connectors.orchestrator.base import ground_answer, split_sentences
+from rag_integration.testing.runner import run_feature
+
+DOCUMENTS = read_documents(
+    [
+        {"doc_id": "oil", "text": "Change the engine oil every year.  Old oil wears\nthe engine out."},
+        {"doc_id": "tide", "text": "The moon pulls the ocean. The tide rises twice a day."},
+        {"doc_id": "b", "text": "Twin."},
+        {"doc_id": "a", "text": "Twin."},
+    ],
+    "corpus",
+)
+BY_ID = {document.doc_id: document for document in DOCUMENTS}
+
+
+def grounded(answer: str, *hits: tuple[str, str, float], top_k: int = 10) -> dict[str, Any]:
+    engine_answer = EngineAnswer(answer, tuple(EngineHit(*hit) for hit in hits))
+    return ground_answer(engine_answer, BY_ID, top_k, "test")
+
+
+def test_whole_documents_and_verbatim_chunks_are_accepted_and_merged() -> None:
+    row = grounded(
+        "Old oil wears the engine out.",
+        ("oil", "Old oil wears the engine out.", 0.9),
+        ("oil", "Change the engine oil every year.", 0.7),
+        ("tide", "The moon pulls the ocean. The tide rises twice a day.", 0.7),
+    )
+    assert row["answer"] == "Old oil wears the engine out."
+    assert [(p["doc_id"], p["score"], p["rank"]) for p in row["documents"]] == [("oil", 0.9, 1), ("tide", 0.7, 2)]
+    assert row["documents"][0]["text"] == BY_ID["oil"].text
+
+
+def test_ties_break_by_doc_id_before_the_cut() -> None:
+    row = grounded("Twin.", ("b", "Twin.", 0.5), ("a", "Twin.", 0.5), top_k=1)
+    assert [p["doc_id"] for p in row["documents"]] == ["a"]
+
+
+def test_no_hits_and_no_answer_is_an_empty_row() -> None:
+    assert grounded("") == {"answer": "", "documents": []}
+
+
+@pytest.mark.parametrize(
+    ("answer", "hits", "problem"),
+    [
+        ("", [("moon", "The moon pulls the ocean.", 0.5)], "not in the corpus"),
+        ("", [("tide", "The sun pulls the ocean.", 0.5)], "not in that document"),
+        ("", [("tide", "", 0.5)], "not in that document"),
+        ("The tide rises.", [("tide", "The moon pulls the ocean.", 0.5)], "none of the 1 returned documents"),
+        ("The tide rises twice a day.", [], "returned no document"),
+        ("The tide rises twice a day.", [("oil", "Old oil", 0.9), ("tide", "The tide", 0.5)], "none of the 1"),
+    ],
+)
+def test_ungrounded_answers_are_refused(answer: str, hits: list[tuple[str, str, float]], problem: str) -> None:
+    with pytest.raises(GroundingError, match=problem):
+        grounded(answer, *hits, top_k=1)
+
+
+@pytest.mark.parametrize("scores", [(0.2, 0.9), (math.nan, 0.1), (math.inf, 0.1)])
+def test_incoherent_scores_are_refused(scores: tuple[float, float]) -> None:
+    with pytest.raises(RankingContractError, match="never increase"):
+        grounded("", ("oil", "Old oil", scores[0]), ("tide", "The tide", scores[1]))
+
+
+def test_split_sentences_keeps_verbatim_pieces() -> None:
+    assert split_sentences("One. Two?  Three!  four") == ["One.", "Two?", "Three!", "four"]
+    assert split_sentences("   ") == []
+
+
+def test_a_backend_must_answer_every_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    def one_answer_only(cls: Any, request: OrchestratorRequest, settings: Mapping[str, Any]) -> list[EngineAnswer]:
+        return [EngineAnswer("", ())]
+
+    monkeypatch.setattr(R2RFixtureOrchestrator, "orchestrate", classmethod(one_answer_only))
+    options = {"orchestrator_backend": "r2r", "query_text": ["a", "b"], "corpus": [{"text": "x"}]}
+    with pytest.raises(RankingContractError, match="answered 1 of 2 queries"):
+        run_feature("orchestrated_answer", options, {R2RFixtureOrchestrator})

@@ -1,0 +1,144 @@
+"""The rerank backends through the rerank contract kit, and FlashRank's offline model handling."""
+
+from __future__ import annotations
+
+import logging
+import math
+import tempfile
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rag_integration.core.errors import InvalidOptionError, MissingOptionError
+from rag_integration.feature_groups.connectors.rerank import BaseRerankConnector, FlashRankReranker, LexicalReranker
+from rag_integration.testing.rerank import (
+    CANDIDATES,
+    KIT_TEXTS,
+    TINY_MODEL_NAME,
+    RerankContractTests,
+    build_tiny_flashrank_model,
+)
+from rag_integration.testing.runner import run_feature
+
+_MODELS = tempfile.TemporaryDirectory(prefix="tiny-flashrank-")
+
+
+@cache
+def tiny_model_cache() -> Path:
+    """FlashRank's cache layout holding one tiny cross-encoder, built once per test session."""
+    build_tiny_flashrank_model(Path(_MODELS.name), KIT_TEXTS)
+    return Path(_MODELS.name)
+
+
+class TestLexicalContract(RerankContractTests):
+    @classmethod
+    def connector_class(cls) -> type[BaseRerankConnector]:
+        return LexicalReranker
+
+
+class TestLexicalTunedContract(RerankContractTests):
+    @classmethod
+    def connector_class(cls) -> type[BaseRerankConnector]:
+        return LexicalReranker
+
+    @classmethod
+    def backend_options(cls) -> dict[str, Any]:
+        return {"lexical_k1": 2.0, "lexical_b": 0.3}
+
+
+class TestFlashRankContract(RerankContractTests):
+    @classmethod
+    def connector_class(cls) -> type[BaseRerankConnector]:
+        return FlashRankReranker
+
+    @classmethod
+    def backend_options(cls) -> dict[str, Any]:
+        return {"flashrank_model_dir": str(tiny_model_cache())}
+
+
+class TestFlashRankModelFolder(RerankContractTests):
+    """Pointing at the model folder itself works as well as pointing at the folder that holds it."""
+
+    @classmethod
+    def connector_class(cls) -> type[BaseRerankConnector]:
+        return FlashRankReranker
+
+    @classmethod
+    def backend_options(cls) -> dict[str, Any]:
+        return {"flashrank_model_dir": str(tiny_model_cache() / TINY_MODEL_NAME), "flashrank_max_length": 64}
+
+
+def run_flashrank(**options: Any) -> list[Any]:
+    request = {"rerank_backend": "flashrank", "query_text": "engine oil", "candidates": CANDIDATES, **options}
+    return run_feature("reranked_passages", request, {FlashRankReranker})
+
+
+def test_lexical_scores_follow_bm25_idf() -> None:
+    candidates = [
+        {"doc_id": "common", "text": "the oil is common oil"},
+        {"doc_id": "rare", "text": "the zeppelin carries oil"},
+        {"doc_id": "other", "text": "oil again and more oil"},
+    ]
+    rows = run_feature(
+        "reranked_passages",
+        {"rerank_backend": "lexical", "query_text": "zeppelin oil", "candidates": candidates},
+        {LexicalReranker},
+    )
+    assert rows[0][0]["doc_id"] == "rare"  # the rare word outweighs repeating the word every candidate holds
+
+
+def test_flashrank_reorders_with_the_model_it_loaded() -> None:
+    passages = run_flashrank(flashrank_model_dir=str(tiny_model_cache()), query_text="volcano lava", top_k=2)[0]
+    assert [passage["doc_id"] for passage in passages] == ["volcano", "cat"]
+    # FlashRank's sigmoid over the tiny model's logits: two shared words, then none.
+    assert passages[0]["score"] == pytest.approx(1.0 / (1.0 + math.exp(-2.0)), rel=1e-6)
+    assert passages[1]["score"] == 0.5
+
+
+def test_missing_model_folder_says_how_to_get_it(tmp_path: Path) -> None:
+    with pytest.raises(InvalidOptionError, match="never downloads") as raised:
+        run_flashrank(flashrank_model_dir=str(tmp_path))
+    message = str(raised.value)
+    assert "flashrank_model_dir" in message and TINY_MODEL_NAME in message
+    assert "752eddf1c5ece3c5e6115e9ab52eb3b16436bbf9b3a091cbb62b5b8eadc47105" in message
+    assert not any(tmp_path.iterdir())  # nothing was fetched or created
+
+
+def test_incomplete_model_folder_names_the_missing_files(tmp_path: Path) -> None:
+    folder = build_tiny_flashrank_model(tmp_path, KIT_TEXTS)
+    (folder / "config.json").unlink()
+    with pytest.raises(InvalidOptionError, match=r"missing in .*config\.json"):
+        run_flashrank(flashrank_model_dir=str(tmp_path))
+
+
+def test_default_cache_without_the_model_is_a_missing_option(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import flashrank.Config
+
+    monkeypatch.setattr(flashrank.Config, "default_cache_dir", str(tmp_path))
+    with pytest.raises(MissingOptionError, match="flashrank_model_dir"):
+        run_flashrank()
+
+
+@pytest.mark.parametrize(
+    ("options", "option_name"),
+    [
+        ({"flashrank_model_dir": 5}, "flashrank_model_dir"),
+        ({"flashrank_model_dir": ""}, "flashrank_model_dir"),
+        ({"flashrank_model": "rank_zephyr_7b_v1_full"}, "flashrank_model"),
+        ({"flashrank_model": "no-such-model"}, "flashrank_model"),
+        ({"flashrank_max_length": 2}, "flashrank_max_length"),
+    ],
+)
+def test_bad_flashrank_options_are_typed_errors(options: dict[str, Any], option_name: str) -> None:
+    with pytest.raises(InvalidOptionError, match=option_name):
+        run_flashrank(**{"flashrank_model_dir": str(tiny_model_cache()), **options})
+
+
+def test_flashrank_leaves_root_logging_alone(tmp_path: Path) -> None:
+    build_tiny_flashrank_model(tmp_path, KIT_TEXTS)
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    run_flashrank(flashrank_model_dir=str(tmp_path))
+    assert root.handlers == handlers and root.level == level
