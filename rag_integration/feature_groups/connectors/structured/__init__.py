@@ -1,0 +1,22 @@
+"""The structured family: ``structured_rows`` selected by ``structured_backend``, guarded by ``guard_sql``."""
+
+from rag_integration.feature_groups.connectors.structured.aggregate_sql import AggregateSql
+from rag_integration.feature_groups.connectors.structured.base import BaseStructuredConnector, guard_sql
+from rag_integration.feature_groups.connectors.structured.plan import Condition, OrderKey, Output, QueryPlan
+from rag_integration.feature_groups.connectors.structured.question import Question
+from rag_integration.feature_groups.connectors.structured.rule_based_sql import RuleBasedSql
+from rag_integration.feature_groups.connectors.structured.table import ColumnSpec, TableSpec
+
+__all__ = [
+    "AggregateSql",
+    "BaseStructuredConnector",
+    "ColumnSpec",
+    "Condition",
+    "OrderKey",
+    "Output",
+    "QueryPlan",
+    "Question",
+    "RuleBasedSql",
+    "TableSpec",
+    "guard_sql",
+]

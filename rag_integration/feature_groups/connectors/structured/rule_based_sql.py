@@ -1,0 +1,103 @@
+"""Rule-based English-to-SQL: counts and listings with filters, ordering and "top N by column"."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rag_integration.feature_groups.connectors.structured.base import BaseStructuredConnector
+from rag_integration.feature_groups.connectors.structured.plan import OrderKey, Output, QueryPlan
+from rag_integration.feature_groups.connectors.structured.question import Question
+from rag_integration.feature_groups.connectors.structured.table import ColumnSpec
+
+COUNT_WORDS = ("how many", "count", "count the", "number of", "the number of", "what is the number of")
+LIST_WORDS = ("list", "show", "show me", "find", "get", "give me", "display", "which", "what are", "return", "who")
+FILTERS = (
+    "filters: '<column> is [not] <value>', 'in <value>', '<column> over|above|at least|below|under|at most <number or "
+    "date>', '<column> after|before <date>', '<column> between <a> and <b>', joined by 'and'/'or'"
+)
+ROW_INTENTS = (
+    "count: 'how many <rows> [filters]'",
+    "list: 'list|show|which <rows or columns> [filters] [ordered by <column> [descending]]'",
+    "top: '[list] top N <rows> by <column> [filters]' or 'bottom N ... by <column>'",
+    FILTERS,
+)
+
+
+class RuleBasedSql(BaseStructuredConnector):
+    """``structured_backend="rule_based"``: count and list rows, filtered, ordered or the top N by a column."""
+
+    BACKEND: ClassVar[str | None] = "rule_based"
+    UNDERSTANDS: ClassVar[tuple[str, ...]] = ROW_INTENTS
+
+    @classmethod
+    def plan(cls, question: Question) -> QueryPlan:
+        plan = count_plan(question, grouped=False) or list_plan(question)
+        if plan is None:
+            question.fail("it starts with neither a count ('how many') nor a list word ('list', 'show', 'which')")
+        return plan
+
+
+def count_plan(question: Question, *, grouped: bool) -> QueryPlan | None:
+    """Counts: "how many employees in Berlin"; with ``grouped``, also "... per department"."""
+    if not question.accept(*COUNT_WORDS):
+        return None
+    question.skip_table_words()
+    where = question.read_conditions()
+    group = question.read_group() if grouped else None
+    where = where or question.read_conditions()
+    question.finish()
+    label = "count" if question.table.column("count") is None else "row_count"
+    counted = Output(label, None, "count")
+    if group is None:
+        return QueryPlan(outputs=(counted,), where=where)
+    key = Output(group.name, group.name)
+    return QueryPlan(outputs=(key, counted), where=where, group_by=key, order_by=(OrderKey(key),))
+
+
+def list_plan(question: Question) -> QueryPlan | None:
+    """Listings: "list employees in Berlin ordered by salary", "show name and city where salary over 50000"."""
+    starts_with_top = (first := question.peek()) is not None and first.key in ("top", "bottom")
+    if not question.accept(*LIST_WORDS) and not starts_with_top:
+        return None
+    question.skip({"the", "all", "me"})
+    top = question.read_top()
+    shown = () if top else _projection(question)
+    question.skip_table_words()
+    top = top or question.read_top()
+    where = question.read_conditions()
+    order = question.read_order()
+    top = top or question.read_top()
+    question.finish()
+    if top and order:
+        question.fail("use either 'top N by <column>' or 'ordered by <column>', not both")
+    outputs = tuple(Output(column.name, column.name) for column in shown)
+    if top:
+        count, column, descending = top
+        return QueryPlan(outputs, where, order_by=_order(question, shown, column, descending), limit=count)
+    if order:
+        return QueryPlan(outputs, where, order_by=_order(question, shown, *order))
+    return QueryPlan(outputs, where)
+
+
+def _projection(question: Question) -> tuple[ColumnSpec, ...]:
+    """Columns named right after the list word ("name and salary of ..."); none when a filter starts there."""
+    start = question.position
+    columns: list[ColumnSpec] = []
+    while (column := question.read_column()) is not None:
+        columns.append(column)
+        if not question.accept(",", "and", ", and"):
+            break
+    if not columns or question.comparison_ahead():
+        question.position = start
+        return ()
+    question.accept("of", "for", "from")
+    return tuple(dict.fromkeys(columns))
+
+
+def _order(
+    question: Question, shown: tuple[ColumnSpec, ...], column: ColumnSpec, descending: bool
+) -> tuple[OrderKey, ...]:
+    """Sort by ``column``, then by every other shown column, so ties come out the same in every run."""
+    rest = [other for other in (shown or question.table.columns) if other != column]
+    keys = [OrderKey(Output(column.name, column.name), descending)]
+    return (*keys, *(OrderKey(Output(other.name, other.name)) for other in rest))

@@ -1,0 +1,70 @@
+"""Turn a ``QueryPlan`` into a sqlglot expression tree and render it: values become ``?`` parameters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlglot import exp
+
+from rag_integration.feature_groups.connectors.structured.plan import Condition, Output, QueryPlan
+
+AGGREGATES: dict[str, type[exp.Func]] = {
+    "count": exp.Count,
+    "avg": exp.Avg,
+    "min": exp.Min,
+    "max": exp.Max,
+    "sum": exp.Sum,
+}
+COMPARISONS: dict[str, type[exp.Binary]] = {
+    "=": exp.EQ,
+    "!=": exp.NEQ,
+    ">": exp.GT,
+    ">=": exp.GTE,
+    "<": exp.LT,
+    "<=": exp.LTE,
+}
+
+
+def build_select(plan: QueryPlan, table_name: str) -> tuple[str, list[Any]]:
+    """The SELECT as SQLite text and its parameters, in placeholder order."""
+    params: list[Any] = []
+    outputs = [_output(output) for output in plan.outputs] or [exp.Star()]
+    select = exp.Select(expressions=outputs).from_(exp.to_table(table_name, quoted=True), copy=False)
+    if plan.where:
+        groups = [exp.and_(*(_condition(item, params) for item in group), copy=False) for group in plan.where]
+        select = select.where(exp.or_(*groups, copy=False), copy=False)
+    if plan.group_by is not None:
+        select = select.group_by(_expression(plan.group_by), copy=False)
+    if plan.order_by:
+        select = select.order_by(
+            *(exp.Ordered(this=_expression(key.output), desc=key.descending) for key in plan.order_by), copy=False
+        )
+    if plan.limit is not None:
+        select = select.limit(exp.Placeholder(), copy=False)
+        params.append(plan.limit)
+    return select.sql(dialect="sqlite", identify=True), params
+
+
+def _expression(output: Output) -> exp.Expr:
+    column = exp.column(output.column, quoted=True) if output.column else exp.Star()
+    if output.function is None:
+        return column
+    return AGGREGATES[output.function](this=column)
+
+
+def _output(output: Output) -> exp.Expr:
+    expression = _expression(output)
+    if output.function is None and output.label == output.column:
+        return expression
+    return exp.alias_(expression, output.label, quoted=True)
+
+
+def _condition(condition: Condition, params: list[Any]) -> exp.Expr:
+    column = exp.column(condition.column, quoted=True)
+    params.extend(condition.values)
+    if condition.operator == "between":
+        return exp.Between(this=column, low=exp.Placeholder(), high=exp.Placeholder())
+    if condition.operator in ("in", "not in"):
+        found = exp.In(this=column, expressions=[exp.Placeholder() for _ in condition.values])
+        return found if condition.operator == "in" else exp.Not(this=found)
+    return COMPARISONS[condition.operator](this=column, expression=exp.Placeholder())
