@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError
 
 
-@dataclass(frozen=True, slots=True)
-class Document:
+class Document(NamedTuple):
+    """A validated document; a named tuple because corpora of many thousands are built on every request."""
+
     doc_id: str
     text: str
-    metadata: Mapping[str, Any] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = MappingProxyType({})
 
 
 def read_documents(raw: Any, option: str) -> list[Document]:
@@ -54,17 +56,21 @@ def _own_metadata(extra: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def read_document(item: Any, option: str, position: int) -> Document:
-    where = f"{option}[{position}]"
     if not isinstance(item, Mapping):
-        raise InvalidOptionError(where, item, "a dict with a 'text' string")
+        raise InvalidOptionError(f"{option}[{position}]", item, "a dict with a 'text' string")
     text = item.get("text")
     if not isinstance(text, str):
-        raise InvalidOptionError(f"{where}.text", text, "a string")
+        raise InvalidOptionError(f"{option}[{position}].text", text, "a string")
     raw_id = item.get("doc_id", position)
-    if isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):
-        raise InvalidOptionError(f"{where}.doc_id", raw_id, "a str or int")
-    metadata = {key: value for key, value in item.items() if key not in ("doc_id", "text")}
-    return Document(doc_id=str(raw_id), text=text, metadata=metadata)
+    if type(raw_id) is str:
+        doc_id = raw_id
+    elif isinstance(raw_id, int) and not isinstance(raw_id, bool):
+        doc_id = str(raw_id)
+    else:
+        raise InvalidOptionError(f"{option}[{position}].doc_id", raw_id, "a str or int")
+    if len(item) == 2 and "doc_id" in item:
+        return Document(doc_id, text)
+    return Document(doc_id, text, {key: value for key, value in item.items() if key != "doc_id" and key != "text"})
 
 
 def corpus_fingerprint(documents: Iterable[Document]) -> str:
