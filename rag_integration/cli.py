@@ -17,11 +17,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo = commands.add_parser("demo", help="retrieve over a small built-in corpus and print the rankings")
     demo.add_argument("--backend", action="append", help="retrieve backend(s) to show (default: every installed one)")
     demo.add_argument("--top-k", type=int, default=3)
+    swap = commands.add_parser("swap-demo", help="the same inputs through several backends and families")
+    swap.add_argument("--embedding-model", default="minilm", help="'minilm' (default) or 'hash'")
     listing = commands.add_parser("backends", help="list every family, selector value, class, extra, installed")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
     arguments = parser.parse_args(argv)
     if arguments.command == "backends":
         return _print_backends(arguments.json)
+    if arguments.command == "swap-demo":
+        from rag_integration.demo.swap import run_swap_demo
+
+        return run_swap_demo(arguments.embedding_model)
     from rag_integration.demo.run import run_demo
 
     return run_demo(arguments.backend, arguments.top_k)
