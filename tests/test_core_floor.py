@@ -144,3 +144,21 @@ def test_index_cache_is_a_bounded_lru() -> None:
 def test_missing_extra_names_the_pip_line() -> None:
     with pytest.raises(BackendUnavailableError, match=r'pip install "rag-integration\[faiss\]"'):
         require_module("a_module_that_is_not_installed", "faiss", "faiss")
+
+
+def test_corpus_is_validated_once_and_cheap_to_copy() -> None:
+    import copy
+    import pickle
+
+    from rag_integration.core.documents import Corpus
+
+    raw = [{"doc_id": "x", "text": "a", "lang": "en"}, {"text": "b"}]
+    corpus = Corpus(raw)
+    assert [(doc.doc_id, dict(doc.metadata)) for doc in corpus] == [("x", {"lang": "en"}), ("1", {})]
+    assert copy.deepcopy(corpus) is corpus and copy.copy(corpus) is corpus
+    assert pickle.loads(pickle.dumps(corpus)) == corpus
+    assert corpus.fingerprint == corpus_fingerprint(read_documents(raw, "corpus"))
+    assert corpus.fingerprint in repr(corpus) and len(repr(corpus)) < 120
+    assert hash(Corpus(raw)) == hash(corpus) and Corpus(raw) == corpus and Corpus(raw[:1]) != corpus
+    with pytest.raises(InvalidOptionError, match="corpus"):
+        Corpus(["not a dict"])

@@ -215,3 +215,13 @@ def test_cli_backends_and_demo(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["demo", "--backend", "bm25s"]) == 0
     output = capsys.readouterr().out
     assert "engine-oil" in output and "retrieve_backend = 'bm25s'" in output
+
+
+def test_a_corpus_object_answers_like_a_list_and_shares_its_index() -> None:
+    from rag_integration import Corpus
+
+    query = {"retrieve_backend": "bm25s", "query_text": ["engine oil", "lava"], "top_k": 3}
+    from_list = run_feature("retrieved_passages", {**query, "corpus": CORPUS}, {Bm25sRetriever})
+    builds = INDEX_CACHE.stats.builds
+    from_corpus = run_feature("retrieved_passages", {**query, "corpus": Corpus(CORPUS)}, {Bm25sRetriever})
+    assert from_corpus == from_list and INDEX_CACHE.stats.builds == builds

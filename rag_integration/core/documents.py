@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError
 
@@ -21,6 +21,8 @@ class Document(NamedTuple):
 
 def read_documents(raw: Any, option: str) -> list[Document]:
     """Validate and normalise a list of document dicts; duplicate effective doc_ids are an error."""
+    if isinstance(raw, Corpus):
+        return list(raw)
     if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Sequence):
         raise InvalidOptionError(option, raw, "a list of document dicts")
     documents: list[Document] = []
@@ -56,6 +58,8 @@ def _own_metadata(extra: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def read_document(item: Any, option: str, position: int) -> Document:
+    if isinstance(item, Document):
+        return item
     if not isinstance(item, Mapping):
         raise InvalidOptionError(f"{option}[{position}]", item, "a dict with a 'text' string")
     text = item.get("text")
@@ -75,6 +79,8 @@ def read_document(item: Any, option: str, position: int) -> Document:
 
 def corpus_fingerprint(documents: Iterable[Document]) -> str:
     """A content hash of ids and texts in order: equal fingerprints mean an index can be reused."""
+    if isinstance(documents, Corpus):
+        return documents.fingerprint
     digest = hashlib.sha256()
     for document in documents:
         for part in (document.doc_id, document.text):
@@ -126,3 +132,61 @@ def _same_value(actual: Any, wanted: Any) -> bool:
         return bool(actual == wanted)
     except Exception:
         return False
+
+
+class Corpus(Sequence[Document]):
+    """A validated, immutable corpus that is cheap to pass through mloda's options.
+
+    mloda deep-copies and hashes a request's options on every run, which for a plain list of 10k document dicts
+    costs more than answering the query. A ``Corpus`` is validated once, deep-copies to itself and shows mloda a
+    one-line repr carrying its content fingerprint; connectors accept it wherever they accept a list.
+    """
+
+    __slots__ = ("_documents", "_fingerprint")
+
+    def __init__(self, documents: Iterable[Any], option: str = "corpus") -> None:
+        raw = documents if isinstance(documents, Sequence) else list(documents)
+        self._documents: tuple[Document, ...] = tuple(read_documents(raw, option))
+        self._fingerprint: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            self._fingerprint = corpus_fingerprint(self._documents)
+        return self._fingerprint
+
+    def __len__(self) -> int:
+        return len(self._documents)
+
+    @overload
+    def __getitem__(self, index: int) -> Document: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Document]: ...
+
+    def __getitem__(self, index: int | slice) -> Document | Sequence[Document]:
+        return self._documents[index]
+
+    def __iter__(self) -> Iterator[Document]:
+        return iter(self._documents)
+
+    def __repr__(self) -> str:
+        return f"Corpus({len(self._documents)} documents, sha256 {self.fingerprint})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Corpus) and other.fingerprint == self.fingerprint and other._documents == self._documents
+        )
+
+    def __hash__(self) -> int:
+        return hash(self.fingerprint)
+
+    def __copy__(self) -> Corpus:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Corpus:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        plain = [{"doc_id": doc.doc_id, "text": doc.text, **doc.metadata} for doc in self._documents]
+        return (Corpus, (plain,))

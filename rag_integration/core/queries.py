@@ -7,11 +7,12 @@ so one ``run_all`` can chain the families.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag_integration.core.documents import Document, read_documents
+from rag_integration.core.documents import Corpus, Document, read_documents
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.feature_group import source_feature_name
 from rag_integration.core.frames import column_values
@@ -35,7 +36,7 @@ def read_queries(reader: OptionReader, data: Any) -> list[str]:
     return [query_text] if isinstance(query_text, str) else query_text
 
 
-def read_corpus(reader: OptionReader, data: Any) -> list[Document]:
+def read_corpus(reader: OptionReader, data: Any) -> Sequence[Document]:
     """``corpus`` (document dicts) or the rows of the upstream feature named by ``corpus_source``."""
     if reader.has("corpus") and reader.has("corpus_source"):
         raise InvalidOptionError("corpus_source", reader.raw("corpus_source"), "either corpus or corpus_source")
@@ -44,7 +45,8 @@ def read_corpus(reader: OptionReader, data: Any) -> list[Document]:
         return read_documents(column_values(data, source, "corpus_source"), source)
     if not reader.has("corpus"):
         raise MissingOptionError("corpus", "a list of document dicts (or corpus_source)", owner=reader.owner)
-    return read_documents(reader.raw("corpus"), "corpus")
+    corpus = reader.raw("corpus")
+    return corpus if isinstance(corpus, Corpus) else Corpus(corpus, "corpus")
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any
 
+from mloda.provider import FeatureGroup
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
 
@@ -20,7 +21,7 @@ STAGED_CORPUS = "docs__chunked__embedded__indexed"
 
 
 def run_one(feature_name: str, options: Mapping[str, Any]) -> list[Any]:
-    installed = {cls for cls in backend_classes() if cls.is_installed()}
+    installed: set[type[FeatureGroup]] = {cls for cls in backend_classes() if cls.is_installed()}
     result = mlodaAPI.run_all(
         [Feature(feature_name, options=Options(context=dict(options)))],
         compute_frameworks=[PythonDictFramework],

@@ -47,7 +47,7 @@ class OrchestratorRequest:
     """One validated request: the queries, the corpus every answer must be grounded in, and the cut."""
 
     queries: list[str]
-    documents: list[Document]
+    documents: Sequence[Document]
     top_k: int
 
     @classmethod

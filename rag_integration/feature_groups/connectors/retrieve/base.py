@@ -25,7 +25,7 @@ class RetrieveRequest:
     """One validated request: every query of it is answered by one batched search."""
 
     queries: list[str]
-    documents: list[Document]
+    documents: Sequence[Document]
     top_k: int
     metadata_filter: MetadataFilter | None
     return_metadata: bool
