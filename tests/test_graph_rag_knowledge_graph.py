@@ -14,7 +14,6 @@ from rag_integration.feature_groups.connectors.graph_rag import (
     TriplesKnowledgeGraph,
 )
 from rag_integration.testing.graph_rag import TRIPLES
-from rag_integration.testing.rerank import run_chained
 from rag_integration.testing.runner import run_feature
 
 
@@ -74,7 +73,7 @@ def test_missing_triples_is_a_missing_option() -> None:
 def test_both_graph_backends_answer_over_the_knowledge_graph() -> None:
     source = Feature("knowledge_graph", options=Options(context={"kg_backend": "triples", "triples": TRIPLES}))
     answers = [
-        run_chained(
+        run_feature(
             "graph_passages",
             {"graph_backend": backend.BACKEND, "query_text": "capital city", "graph_source": source},
             {backend, TriplesKnowledgeGraph},

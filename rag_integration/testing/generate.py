@@ -15,7 +15,7 @@ import pytest
 
 from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError, MissingOptionError
 from rag_integration.feature_groups.connectors.generate.base import BaseGenerateConnector
-from rag_integration.testing.rerank import KitItemRows, kit_rows_feature, run_chained
+from rag_integration.testing.rerank import KitItemRows, kit_rows_feature
 from rag_integration.testing.runner import run_feature
 
 PASSAGES: list[dict[str, Any]] = [
@@ -137,7 +137,7 @@ class GenerateContractTests:
 
     def test_passages_source_reads_an_upstream_feature(self) -> None:
         upstream = kit_rows_feature([RETRIEVED[:2], RETRIEVED[2:]])
-        rows = run_chained(
+        rows = run_feature(
             self.feature_name,
             self.request(query_text=["engine oil", "sourdough bread"], passages_source=upstream),
             {self.connector_class(), KitItemRows},

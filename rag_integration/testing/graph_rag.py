@@ -16,7 +16,7 @@ from mloda.user import Feature, Options
 from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError, MissingOptionError
 from rag_integration.feature_groups.connectors.graph_rag.base import BaseGraphRagConnector
 from rag_integration.feature_groups.connectors.graph_rag.triples_knowledge_graph import TriplesKnowledgeGraph
-from rag_integration.testing.rerank import KitItemRows, kit_rows_feature, run_chained
+from rag_integration.testing.rerank import KitItemRows, kit_rows_feature
 from rag_integration.testing.runner import run_feature
 
 NODES: list[dict[str, Any]] = [
@@ -134,18 +134,18 @@ class GraphRagContractTests:
 
     def test_knowledge_graph_feeds_graph_source(self) -> None:
         kg_options = {"kg_backend": "triples", "triples": TRIPLES}
-        graph = run_chained("knowledge_graph", kg_options, {TriplesKnowledgeGraph})[0]
+        graph = run_feature("knowledge_graph", kg_options, {TriplesKnowledgeGraph})[0]
         query = "Who discovered Polonium?"
         inline = self.one(query_text=query, nodes=graph["nodes"], edges=graph["edges"])
         groups: set[type[FeatureGroup]] = {self.connector_class(), TriplesKnowledgeGraph}
-        by_name = run_chained(
+        by_name = run_feature(
             self.feature_name,
             self.request(query_text=query, graph_source="knowledge_graph", **kg_options),
             groups,
             in_group=True,
         )
         kg_feature = Feature("knowledge_graph", options=Options(context=kg_options))
-        by_feature = run_chained(self.feature_name, self.request(query_text=query, graph_source=kg_feature), groups)
+        by_feature = run_feature(self.feature_name, self.request(query_text=query, graph_source=kg_feature), groups)
         assert by_name == by_feature == [inline]
         ranked = [passage["doc_id"] for passage in inline]
         assert set(ranked[:2]) == {"Polonium", "Marie Curie"}
@@ -157,7 +157,7 @@ class GraphRagContractTests:
             "edges": [["x", "y"]],
         }
         upstream = kit_rows_feature([{"nodes": NODES, "edges": EDGES}, second])
-        rows = run_chained(
+        rows = run_feature(
             self.feature_name,
             self.request(query_text=["Nobel Prize", "lava"], graph_source=upstream),
             {self.connector_class(), KitItemRows},

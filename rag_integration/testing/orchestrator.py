@@ -9,20 +9,16 @@ prepared for exactly these (run over ``CORPUS``, and ``"comets"`` over ``TWINS +
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import pytest
 
-from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError, MissingOptionError
+from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError
 from rag_integration.core.index_cache import INDEX_CACHE
 from rag_integration.core.sentences import split_sentences
 from rag_integration.feature_groups.connectors.orchestrator.base import BaseOrchestratorConnector
-from rag_integration.testing.runner import run_feature
+from rag_integration.testing.runner import query_and_corpus_errors, run_feature, run_in_fresh_process
 
 CORPUS: list[dict[str, Any]] = [
     {
@@ -193,26 +189,7 @@ class OrchestratorContractTests:
         rows = run_feature(self.feature_name, request, {self.connector_class()}, in_group=True)
         assert rows[0]["documents"][0]["doc_id"] == "engine"
 
-    @pytest.mark.parametrize(
-        ("options", "error", "option_name"),
-        [
-            ({"corpus": CORPUS}, MissingOptionError, "query_text"),
-            ({"query_text": "cat"}, MissingOptionError, "corpus"),
-            ({"query_text": 5, "corpus": CORPUS}, InvalidOptionError, "query_text"),
-            ({"query_text": ["cat", 3], "corpus": CORPUS}, InvalidOptionError, "query_text"),
-            ({"query_text": [], "corpus": CORPUS}, InvalidOptionError, "query_text"),
-            ({"query_text": "cat", "corpus": "a cat"}, InvalidOptionError, "corpus"),
-            ({"query_text": "cat", "corpus": ["a cat"]}, InvalidOptionError, "corpus"),
-            ({"query_text": "cat", "corpus": [{"doc_id": "x"}]}, InvalidOptionError, "corpus"),
-            ({"query_text": "cat", "corpus": [{"doc_id": 1.5, "text": "t"}]}, InvalidOptionError, "doc_id"),
-            ({"query_text": "cat", "corpus": CORPUS, "index_cache_size": -1}, InvalidOptionError, "index_cache_size"),
-            ({"query_text": "cat", "corpus": CORPUS, "index_cache_size": 2.0}, InvalidOptionError, "index_cache_size"),
-            ({"queries_source": ["cat"], "corpus": CORPUS}, InvalidOptionError, "queries_source"),
-            ({"query_text": "cat", "corpus_source": 5}, InvalidOptionError, "corpus_source"),
-            ({"query_text": "cat", "queries_source": "q", "corpus": CORPUS}, InvalidOptionError, "queries_source"),
-            ({"query_text": "cat", "corpus": CORPUS, "corpus_source": "d"}, InvalidOptionError, "corpus_source"),
-        ],
-    )
+    @pytest.mark.parametrize(("options", "error", "option_name"), query_and_corpus_errors(CORPUS))
     def test_bad_input_is_a_typed_error(
         self, options: Mapping[str, Any], error: type[Exception], option_name: str
     ) -> None:
@@ -224,20 +201,5 @@ class OrchestratorContractTests:
             self.orchestrate(query_text="cat", corpus=[{"doc_id": "1", "text": "a"}, {"doc_id": 1, "text": "b"}])
 
     def test_same_answers_in_a_fresh_process(self) -> None:
-        connector = self.connector_class()
-        script = (
-            "import json, sys\n"
-            "from rag_integration.testing.runner import run_feature\n"
-            f"from {connector.__module__} import {connector.__name__} as Connector\n"
-            "options = json.loads(sys.argv[1])\n"
-            "print(json.dumps(run_feature('orchestrated_answer', options, {Connector})))\n"
-        )
         options = self.request(query_text=["the cat and the dog", "oil"], corpus=CORPUS, top_k=4)
-        completed = subprocess.run(
-            [sys.executable, "-c", script, json.dumps(options)],
-            capture_output=True,
-            text=True,
-            env=dict(os.environ, PYTHONHASHSEED="12345"),
-            check=True,
-        )
-        assert json.loads(completed.stdout.strip().splitlines()[-1]) == self.orchestrate(**options)
+        assert run_in_fresh_process(self.feature_name, options, self.connector_class()) == self.orchestrate(**options)

@@ -17,8 +17,7 @@ from typing import Any, ClassVar
 
 import pytest
 from mloda.provider import FeatureGroup, FeatureSet
-from mloda.user import DataAccessCollection, Feature, FeatureName, Options, PluginCollector, mlodaAPI
-from mloda.user.python_dict import PythonDictFramework
+from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 
 from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError, MissingOptionError
 from rag_integration.feature_groups.connectors.rerank.base import BaseRerankConnector
@@ -58,25 +57,6 @@ class KitItemRows(FeatureGroup):
     def calculate_feature(cls, data: Any, features: FeatureSet) -> Any:
         options = next(iter(features.features)).options
         return {ROWS_FEATURE: list(options.get("kit_rows"))}
-
-
-def run_chained(
-    feature_name: str, options: Mapping[str, Any], groups: Iterable[type[FeatureGroup]], *, in_group: bool = False
-) -> list[Any]:
-    """Run ``feature_name`` in one ``run_all`` together with the upstream features it names.
-
-    Upstream features named by a string inherit the group options only, so such chains pass ``in_group=True``.
-    """
-    wrapped = Options(group=dict(options)) if in_group else Options(context=dict(options))
-    result = mlodaAPI.run_all(
-        [Feature(feature_name, options=wrapped)],
-        compute_frameworks=[PythonDictFramework],
-        plugin_collector=PluginCollector.enabled_feature_groups(set(groups)),
-    )
-    for frame in result:
-        if feature_name in frame:
-            return list(frame[feature_name])
-    raise AssertionError(f"run_all returned no column '{feature_name}': {result!r}")
 
 
 def kit_rows_feature(rows: list[Any]) -> Feature:
@@ -172,7 +152,7 @@ class RerankContractTests:
 
     def test_candidates_source_reads_an_upstream_feature(self) -> None:
         upstream = kit_rows_feature([CANDIDATES[:3], CANDIDATES[3:]])
-        rows = run_chained(
+        rows = run_feature(
             self.feature_name,
             self.request(query_text=["dog garden", "moon tide"], candidates_source=upstream, top_k=2),
             {self.connector_class(), KitItemRows},

@@ -1,13 +1,20 @@
-"""Run one feature through ``mlodaAPI.run_all`` with only the given feature groups enabled."""
+"""Shared by the contract kits: run a feature through ``mlodaAPI.run_all`` (here or in a fresh process) and the
+bad inputs every request with queries and a corpus must refuse."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mloda.provider import FeatureGroup
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
+
+from rag_integration.core.errors import ConnectorError, InvalidOptionError, MissingOptionError
 
 
 def run_feature(
@@ -28,3 +35,46 @@ def run_feature(
         if feature_name in frame:
             return list(frame[feature_name])
     raise AssertionError(f"run_all returned no column '{feature_name}': {result!r}")
+
+
+def run_in_fresh_process(feature_name: str, options: Mapping[str, Any], connector: type[FeatureGroup]) -> Any:
+    """The same request answered by a new interpreter (with another hash seed), for determinism checks."""
+    script = (
+        "import json, sys\n"
+        "from rag_integration.testing.runner import run_feature\n"
+        f"from {connector.__module__} import {connector.__name__} as Connector\n"
+        "print(json.dumps(run_feature(sys.argv[1], json.loads(sys.argv[2]), {Connector})))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script, feature_name, json.dumps(dict(options))],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONHASHSEED="12345"),
+        check=True,
+    )
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def query_and_corpus_errors(
+    corpus: list[dict[str, Any]],
+) -> list[tuple[dict[str, Any], type[ConnectorError], str]]:
+    """(options, error, option named in the message) for every malformed query/corpus request."""
+    return [
+        ({"corpus": corpus}, MissingOptionError, "query_text"),
+        ({"query_text": "cat"}, MissingOptionError, "corpus"),
+        ({"query_text": 5, "corpus": corpus}, InvalidOptionError, "query_text"),
+        ({"query_text": ["cat", 3], "corpus": corpus}, InvalidOptionError, "query_text"),
+        ({"query_text": [], "corpus": corpus}, InvalidOptionError, "query_text"),
+        ({"query_text": "cat", "corpus": "a cat"}, InvalidOptionError, "corpus"),
+        ({"query_text": "cat", "corpus": ["a cat"]}, InvalidOptionError, "corpus"),
+        ({"query_text": "cat", "corpus": [{"doc_id": "x"}]}, InvalidOptionError, "corpus"),
+        ({"query_text": "cat", "corpus": [{"doc_id": 1.5, "text": "t"}]}, InvalidOptionError, "doc_id"),
+        ({"query_text": "cat", "corpus": corpus, "top_k": 0}, InvalidOptionError, "top_k"),
+        ({"query_text": "cat", "corpus": corpus, "top_k": True}, InvalidOptionError, "top_k"),
+        ({"query_text": "cat", "corpus": corpus, "index_cache_size": -1}, InvalidOptionError, "index_cache_size"),
+        ({"query_text": "cat", "corpus": corpus, "index_cache_size": 2.0}, InvalidOptionError, "index_cache_size"),
+        ({"queries_source": ["cat"], "corpus": corpus}, InvalidOptionError, "queries_source"),
+        ({"query_text": "cat", "corpus_source": 5}, InvalidOptionError, "corpus_source"),
+        ({"query_text": "cat", "queries_source": "q", "corpus": corpus}, InvalidOptionError, "queries_source"),
+        ({"query_text": "cat", "corpus": corpus, "corpus_source": "d"}, InvalidOptionError, "corpus_source"),
+    ]
