@@ -19,11 +19,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--top-k", type=int, default=3)
     swap = commands.add_parser("swap-demo", help="the same inputs through several backends and families")
     swap.add_argument("--embedding-model", default="minilm", help="'minilm' (default) or 'hash'")
+    certify = commands.add_parser("certify", help="run the families' contract kits against installed backends")
+    certify.add_argument("backend", nargs="*", help="class names or selector values (default: every installed one)")
+    certify.add_argument("--option", action="append", default=[], help="KEY=VALUE added to every kit request")
     listing = commands.add_parser("backends", help="list every family, selector value, class, extra, installed")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
     arguments = parser.parse_args(argv)
     if arguments.command == "backends":
         return _print_backends(arguments.json)
+    if arguments.command == "certify":
+        from rag_integration.testing.certify import certify as run_certify
+
+        return run_certify(arguments.backend, arguments.option)
     if arguments.command == "swap-demo":
         from rag_integration.demo.swap import run_swap_demo
 

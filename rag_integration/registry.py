@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import pkgutil
 from dataclasses import dataclass
 
@@ -10,6 +11,7 @@ from rag_integration.core.feature_group import SelectorFeatureGroup
 
 CONNECTORS_PACKAGE = "rag_integration.feature_groups.connectors"
 PIPELINE_PACKAGE = "rag_integration.feature_groups.rag_pipeline"
+ENTRY_POINT_GROUP = "mloda.feature_groups"
 
 
 @dataclass(frozen=True)
@@ -35,12 +37,15 @@ class BackendInfo:
 
 
 def backend_classes() -> list[type[SelectorFeatureGroup]]:
-    """Every imported concrete backend class, after importing this package's families."""
+    """Every concrete backend class: this package's families and whatever plugs in through the
+    ``mloda.feature_groups`` entry point group (the group mloda's own ``PluginLoader`` reads)."""
     connectors = importlib.import_module(CONNECTORS_PACKAGE)
     for family in pkgutil.iter_modules(connectors.__path__):
         if family.ispkg:
             importlib.import_module(f"{CONNECTORS_PACKAGE}.{family.name}")
     importlib.import_module(PIPELINE_PACKAGE)
+    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        entry_point.load()  # third-party backends subclass a family base; loading registers them
     found: list[type[SelectorFeatureGroup]] = []
     pending = list(SelectorFeatureGroup.__subclasses__())
     while pending:

@@ -20,7 +20,7 @@ class TriplesKnowledgeGraph(SelectorFeatureGroup):
     triples becomes one undirected edge weighted by how many distinct triples link them.
     """
 
-    FAMILY: ClassVar[str] = "graph_rag"
+    FAMILY: ClassVar[str] = "knowledge_graph"
     FEATURE_NAME: ClassVar[str] = "knowledge_graph"
     SELECTOR: ClassVar[str] = "kg_backend"
     BACKEND: ClassVar[str | None] = "triples"
