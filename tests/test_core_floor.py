@@ -44,7 +44,9 @@ def test_every_spec_error_is_a_connector_error_and_a_value_error() -> None:
         ("string_or_strings", ["a", None], {}),
         ("string_or_strings", ("a", 1), {}),
         ("choice", "LUCENE", {"choices": ("lucene",)}),
-        ("mapping", ["a"], {}),
+        ("path", 5, {}),
+        ("path", "  ", {}),
+        ("number", float("inf"), {}),
         ("sequence", "abc", {}),
     ],
 )
@@ -162,3 +164,15 @@ def test_corpus_is_validated_once_and_cheap_to_copy() -> None:
     assert hash(Corpus(raw)) == hash(corpus) and Corpus(raw) == corpus and Corpus(raw[:1]) != corpus
     with pytest.raises(InvalidOptionError, match="corpus"):
         Corpus(["not a dict"])
+
+
+def test_passages_keep_their_metadata_and_refuse_conflicts() -> None:
+    from rag_integration.core.documents import read_passages
+
+    passage = {"doc_id": "a", "text": "t", "score": 1.0, "rank": 1, "metadata": {"lang": "en"}}
+    assert dict(read_passages([passage], "candidates")[0].metadata) == {"lang": "en"}
+    assert dict(read_passages([dict(passage, lang="en")], "candidates")[0].metadata) == {"lang": "en"}
+    with pytest.raises(InvalidOptionError, match=r"candidates\[0\]\.metadata\.lang"):
+        read_passages([dict(passage, lang="de")], "candidates")
+    with pytest.raises(InvalidOptionError, match=r"candidates\[0\]\.metadata"):
+        read_passages([dict(passage, metadata="en")], "candidates")

@@ -49,3 +49,15 @@ def test_sentences_are_verbatim_substrings() -> None:
 def test_spans_point_at_the_sentences() -> None:
     text = "  One here.  Two, e.g. this one!\n\nThree"
     assert [text[start:end] for start, end in sentence_spans(text)] == split_sentences(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        ("The answer is no. Then we left.", ["The answer is no.", "Then we left."]),
+        ("See No. 5 and Fig. 2 first. Then go.", ["See No. 5 and Fig. 2 first.", "Then go."]),
+        ("We met in Jan. Everyone came.", ["We met in Jan.", "Everyone came."]),
+    ],
+)
+def test_number_abbreviations_continue_only_before_numbers(text: str, sentences: list[str]) -> None:
+    assert split_sentences(text) == sentences

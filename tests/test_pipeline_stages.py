@@ -16,6 +16,7 @@ from rag_integration.core.index_cache import INDEX_CACHE
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever, FaissDenseRetriever
 from rag_integration.feature_groups.rag_pipeline import STAGES
 from rag_integration.feature_groups.rag_pipeline.vector_store.store import MANIFEST_FILE
+from rag_integration.testing.retrieve import VectorStoreContractTests
 from rag_integration.testing.runner import run_feature
 
 DOCUMENTS = [
@@ -216,8 +217,46 @@ def test_retrieval_stage_answers_batched_queries_with_filters(tmp_path: Path) ->
     rows = stage("retrieved_passages", **options)
     assert [ranking[0]["doc_id"] for ranking in rows] == ["pets#0", "cars#0"]
     assert all(set(passage) == {"doc_id", "text", "score", "rank"} for ranking in rows for passage in ranking)
-    german = stage("retrieved_passages", **dict(options, filters={"lang": "de"}, return_metadata=True))
-    assert all(passage["metadata"]["lang"] == "de" for ranking in german for passage in ranking)
+    mixed = dict(options, query_text=["cats purr Brot Mehl Wasser"], top_k=5)
+    german = stage("retrieved_passages", **dict(mixed, filters={"lang": "de"}, return_metadata=True))[0]
+    assert [passage["doc_id"] for passage in german] == ["kochen#0"]
+    assert german[0]["metadata"] == {"lang": "de", "source": "inline", "parent_id": "kochen", "chunk_index": 0}
+    assert "pets#0" in [passage["doc_id"] for passage in stage("retrieved_passages", **mixed)[0]]
+
+
+def test_a_metadata_only_change_rewrites_the_store(tmp_path: Path) -> None:
+    stage(INDEXED, **base_options(tmp_path))
+    relabelled = [dict(doc, lang="fr") for doc in DOCUMENTS]
+    stage(INDEXED, **base_options(tmp_path, documents=relabelled))
+    query = {"retrieve_backend": "vector_store", "index_dir": str(tmp_path), "query_text": "cats", "top_k": 1}
+    assert stage("retrieved_passages", **query, filters={"lang": "fr"})[0][0]["doc_id"] == "pets#0"
+    assert stage("retrieved_passages", **query, filters={"lang": "en"}) == [[]]
+
+
+def test_a_connector_index_folder_is_not_mistaken_for_a_store(tmp_path: Path) -> None:
+    stage(
+        "retrieved_passages",
+        retrieve_backend="faiss",
+        embedding_model="hash",
+        query_text="cats",
+        corpus=DOCUMENTS,
+        index_dir=str(tmp_path),
+    )
+    connector_folder = next(tmp_path.iterdir())
+    with pytest.raises(InvalidOptionError, match="index_dir"):
+        stage("retrieved_passages", retrieve_backend="vector_store", query_text="cats", index_dir=str(connector_folder))
+
+
+def test_same_model_under_another_name_is_accepted(tmp_path: Path) -> None:
+    stage(INDEXED, **base_options(tmp_path))
+    rows = stage(
+        "retrieved_passages",
+        retrieve_backend="vector_store",
+        index_dir=str(tmp_path),
+        query_text="cats",
+        embedding_model="hash-512",
+    )
+    assert rows[0]
 
 
 def test_retrieval_stage_matches_the_dense_connector(tmp_path: Path) -> None:
@@ -279,3 +318,7 @@ def test_a_new_process_reuses_the_store_without_re_embedding(tmp_path: Path) -> 
     reply = json.loads(completed.stdout.strip().splitlines()[-1])
     assert reply["rows"] == first
     assert reply["embedded"] == 2  # the two queries; no document was embedded again
+
+
+class TestVectorStoreContract(VectorStoreContractTests):
+    """The retrieval stage through the retrieve family's kit."""

@@ -68,3 +68,15 @@ class TestHybridRrfContract(RetrieveContractTests):
     @classmethod
     def matches_by_word_overlap(cls) -> bool:
         return False
+
+
+class TestFaissMiniLMContract(RetrieveContractTests):
+    """The default dense setup: the real all-MiniLM-L6-v2 encoder, offline."""
+
+    @classmethod
+    def connector_class(cls) -> type[BaseRetrieveConnector]:
+        return FaissDenseRetriever
+
+    @classmethod
+    def matches_by_word_overlap(cls) -> bool:
+        return False

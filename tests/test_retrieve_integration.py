@@ -205,7 +205,7 @@ def test_bad_embedding_model_is_a_typed_error() -> None:
 
 def test_available_backends_lists_every_retrieve_backend() -> None:
     rows = [row for row in available_backends() if row["family"] == "retrieve"]
-    assert {row["value"] for row in rows} == {"bm25s", "tfidf", "faiss", "hybrid_rrf"}
+    assert {row["value"] for row in rows} == {"bm25s", "tfidf", "faiss", "hybrid_rrf", "vector_store"}
     assert all(set(row) == {"family", "feature", "selector", "value", "class", "extra", "installed"} for row in rows)
 
 
@@ -225,3 +225,93 @@ def test_a_corpus_object_answers_like_a_list_and_shares_its_index() -> None:
     builds = INDEX_CACHE.stats.builds
     from_corpus = run_feature("retrieved_passages", {**query, "corpus": Corpus(CORPUS)}, {Bm25sRetriever})
     assert from_corpus == from_list and INDEX_CACHE.stats.builds == builds
+
+
+@pytest.mark.parametrize(
+    ("connector", "options", "option_name"),
+    [
+        (Bm25sRetriever, {"bm25_k1": True}, "bm25_k1"),
+        (Bm25sRetriever, {"bm25_k1": float("inf")}, "bm25_k1"),
+        (Bm25sRetriever, {"bm25_b": 1.5}, "bm25_b"),
+        (Bm25sRetriever, {"bm25_method": "okapi"}, "bm25_method"),
+        (Bm25sRetriever, {"stemmer": "no"}, "stemmer"),
+        (TfidfRetriever, {"tfidf_ngram_max": 4}, "tfidf_ngram_max"),
+        (TfidfRetriever, {"tfidf_sublinear_tf": 1}, "tfidf_sublinear_tf"),
+        (FaissDenseRetriever, {"faiss_index": "annoy"}, "faiss_index"),
+        (FaissDenseRetriever, {"embedding_model": []}, "embedding_model"),
+        (FaissDenseRetriever, {"embedding_model": False}, "embedding_model"),
+        (FaissDenseRetriever, {"embedding_model": ""}, "embedding_model"),
+        (FaissDenseRetriever, {"hnsw_m": 2}, "hnsw_m"),
+        (FaissDenseRetriever, {"ivf_nprobe": 0}, "ivf_nprobe"),
+        (HybridRrfRetriever, {"rrf_k": 0}, "rrf_k"),
+        (HybridRrfRetriever, {"rrf_weights": ["x", 1]}, "rrf_weights"),
+        (HybridRrfRetriever, {"rrf_weights": [0, 0]}, "rrf_weights"),
+        (HybridRrfRetriever, {"rrf_candidates": 0}, "rrf_candidates"),
+    ],
+)
+def test_bad_backend_options_are_typed_errors(
+    connector: type[Bm25sRetriever], options: dict[str, Any], option_name: str
+) -> None:
+    for corpus in (CORPUS, []):  # checked even when there is nothing to search
+        request = {"retrieve_backend": connector.BACKEND, "query_text": "x", "corpus": corpus, **options}
+        if connector is HybridRrfRetriever:
+            request.setdefault("embedding_model", "hash")
+        with pytest.raises(InvalidOptionError, match=option_name):
+            run_feature("retrieved_passages", request, {connector})
+
+
+def test_index_cache_size_applies_to_its_request_only() -> None:
+    run_feature(
+        "retrieved_passages",
+        {"retrieve_backend": "bm25s", "query_text": "x", "corpus": CORPUS, "index_cache_size": 0},
+        {Bm25sRetriever},
+    )
+    run_feature(
+        "retrieved_passages", {"retrieve_backend": "bm25s", "query_text": "x", "corpus": CORPUS}, {Bm25sRetriever}
+    )
+    builds = INDEX_CACHE.stats.builds
+    run_feature(
+        "retrieved_passages", {"retrieve_backend": "bm25s", "query_text": "y", "corpus": CORPUS}, {Bm25sRetriever}
+    )
+    assert INDEX_CACHE.stats.builds == builds
+
+
+def test_index_dir_is_written_even_when_the_index_was_already_in_memory(tmp_path: Path) -> None:
+    request = {"retrieve_backend": "bm25s", "query_text": "cat", "corpus": CORPUS}
+    run_feature("retrieved_passages", request, {Bm25sRetriever})
+    run_feature("retrieved_passages", dict(request, index_dir=str(tmp_path)), {Bm25sRetriever})
+    assert any(tmp_path.iterdir())
+
+
+def test_index_dir_that_is_a_file_is_a_typed_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(InvalidOptionError, match="index_dir"):
+        run_feature(
+            "retrieved_passages",
+            {"retrieve_backend": "bm25s", "query_text": "cat", "corpus": CORPUS, "index_dir": str(blocker)},
+            {Bm25sRetriever},
+        )
+
+
+def test_search_settings_do_not_rebuild_the_dense_index() -> None:
+    base = {
+        "retrieve_backend": "faiss",
+        "embedding_model": "hash",
+        "faiss_index": "hnsw",
+        "query_text": "oil",
+        "corpus": CORPUS,
+    }
+    run_feature("retrieved_passages", base, {FaissDenseRetriever})
+    builds = INDEX_CACHE.stats.builds
+    run_feature("retrieved_passages", dict(base, hnsw_ef_search=16), {FaissDenseRetriever})
+    assert INDEX_CACHE.stats.builds == builds
+
+
+def test_blank_source_name_is_a_typed_error() -> None:
+    with pytest.raises(InvalidOptionError, match="corpus_source"):
+        run_feature(
+            "retrieved_passages",
+            {"retrieve_backend": "bm25s", "query_text": "x", "corpus_source": "  "},
+            {Bm25sRetriever},
+        )

@@ -43,18 +43,27 @@ def read_passages(raw: Any, option: str) -> list[Document]:
     """Passages (from retrieve or rerank) or plain documents, in the given order.
 
     An incoming ``score`` and ``rank`` belong to the previous step and are dropped; a passage's ``metadata`` dict
-    is its metadata; any other extra key is a document's metadata.
+    is its metadata, merged with any other extra key (a plain document's metadata); a key given both ways with
+    different values, or a ``metadata`` that is not a dict, is an error rather than a silent choice.
     """
     documents = read_documents(raw, option)
-    return [Document(document.doc_id, document.text, _own_metadata(document.metadata)) for document in documents]
+    return [
+        Document(document.doc_id, document.text, _own_metadata(document.metadata, f"{option}[{position}]"))
+        for position, document in enumerate(documents)
+    ]
 
 
-def _own_metadata(extra: Mapping[str, Any]) -> Mapping[str, Any]:
-    nested = extra.get("metadata")
+def _own_metadata(extra: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     rest = {key: value for key, value in extra.items() if key not in PASSAGE_ONLY_KEYS}
-    if isinstance(nested, Mapping):
-        return {**rest, **nested}
-    return rest
+    if "metadata" not in extra:
+        return MappingProxyType(rest)
+    nested = extra["metadata"]
+    if not isinstance(nested, Mapping):
+        raise InvalidOptionError(f"{where}.metadata", nested, "a dict of metadata")
+    for key, value in nested.items():
+        if key in rest and rest[key] != value:
+            raise InvalidOptionError(f"{where}.metadata.{key}", value, f"the same value as the passage's '{key}'")
+    return MappingProxyType({**rest, **nested})
 
 
 def read_document(item: Any, option: str, position: int) -> Document:
@@ -74,7 +83,8 @@ def read_document(item: Any, option: str, position: int) -> Document:
         raise InvalidOptionError(f"{option}[{position}].doc_id", raw_id, "a str or int")
     if len(item) == 2 and "doc_id" in item:
         return Document(doc_id, text)
-    return Document(doc_id, text, {key: value for key, value in item.items() if key != "doc_id" and key != "text"})
+    metadata = {key: value for key, value in item.items() if key != "doc_id" and key != "text"}
+    return Document(doc_id, text, MappingProxyType(metadata))
 
 
 def corpus_fingerprint(documents: Iterable[Document]) -> str:
@@ -135,7 +145,7 @@ def _same_value(actual: Any, wanted: Any) -> bool:
 
 
 class Corpus(Sequence[Document]):
-    """A validated, immutable corpus that is cheap to pass through mloda's options.
+    """A validated, immutable corpus (read-only metadata too) that is cheap to pass through mloda's options.
 
     mloda deep-copies and hashes a request's options on every run, which for a plain list of 10k document dicts
     costs more than answering the query. A ``Corpus`` is validated once, deep-copies to itself and shows mloda a

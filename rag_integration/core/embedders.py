@@ -23,7 +23,6 @@ from rag_integration.core.text import content_words
 
 Vectors = npt.NDArray[np.float32]
 
-BUILTIN_EMBEDDERS = ("minilm", "hash")
 MINILM_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 DEFAULT_EMBEDDER = "minilm"
@@ -65,6 +64,23 @@ class HashEmbedder:
                 matrix[row, bucket] += sign * (1.0 + math.log(count))
         self.texts_embedded += len(texts)
         return normalise_rows(matrix)
+
+
+class QueryVectors:
+    """Embeds each distinct query once: a search widened to settle a tie asks again for vectors it already has."""
+
+    def __init__(self, embedder: Embedder, limit: int = 4096) -> None:
+        self.embedder = embedder
+        self.limit = limit
+        self._vectors: dict[str, Vectors] = {}
+
+    def __call__(self, queries: list[str]) -> Vectors:
+        missing = [query for query in dict.fromkeys(queries) if query not in self._vectors]
+        if missing:
+            if len(self._vectors) + len(missing) > self.limit:
+                self._vectors.clear()
+            self._vectors.update(zip(missing, self.embedder.embed(missing), strict=True))
+        return np.stack([self._vectors[query] for query in queries])
 
 
 @functools.lru_cache(maxsize=65536)

@@ -57,7 +57,7 @@ class SelectorFeatureGroup(FeatureGroup):
             if isinstance(source, Feature):
                 own = Options(group=dict(source.options.group), context=dict(source.options.context))
                 upstream.add(Feature(source.name, options=own, forward_group=False))
-            elif isinstance(source, str) and source:
+            elif isinstance(source, str) and source.strip():
                 upstream.add(Feature(source, options=options))
         return upstream or None
 

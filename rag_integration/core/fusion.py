@@ -24,7 +24,7 @@ def rrf_fuse(
     k = reader.number("rrf_k", minimum=0.0, exclusive_minimum=True)
     if isinstance(rankings, (str, bytes, Mapping)) or not isinstance(rankings, Sequence):
         raise InvalidOptionError("rankings", rankings, "a list of ranked passage lists")
-    fusion_weights = _read_weights(weights, len(rankings))
+    fusion_weights = read_rrf_weights(weights, len(rankings))
     fused: dict[str, float] = {}
     first_seen: dict[str, Mapping[str, Any]] = {}
     for ranking, weight in zip(rankings, fusion_weights):
@@ -51,10 +51,15 @@ def rrf_fuse(
     return fused_rows
 
 
-def _read_weights(weights: Sequence[float] | None, count: int) -> list[float]:
+def read_rrf_weights(weights: Any, count: int) -> list[float]:
+    """One non-negative finite weight per ranking, at least one of them positive; None means equal weights."""
     if weights is None:
         return [1.0] * count
+    expected = f"a list of {count} non-negative numbers, one per ranking, at least one positive"
     if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence) or len(weights) != count:
-        raise InvalidOptionError("rrf_weights", weights, f"a list of {count} non-negative numbers, one per ranking")
+        raise InvalidOptionError("rrf_weights", weights, expected)
     reader = OptionReader({f"rrf_weights[{i}]": weight for i, weight in enumerate(weights)})
-    return [reader.number(f"rrf_weights[{i}]", minimum=0.0) for i in range(count)]
+    values = [reader.number(f"rrf_weights[{i}]", minimum=0.0) for i in range(count)]
+    if not any(values):
+        raise InvalidOptionError("rrf_weights", weights, expected)
+    return values

@@ -18,8 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.options import OptionReader
+
 MANIFEST_NAME = "manifest.json"
 FORMAT_VERSION = 1
+DEFAULT_CAPACITY = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +59,7 @@ class CacheStats:
 class IndexCache:
     """Process-wide LRU of built indexes; ``capacity`` 0 disables in-memory reuse."""
 
-    def __init__(self, capacity: int = 8) -> None:
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         self._entries: OrderedDict[IndexKey, Any] = OrderedDict()
         self._lock = threading.RLock()
         self.capacity = capacity
@@ -86,13 +90,17 @@ class IndexCache:
         save: Callable[[Any, Path], None] | None = None,
         load: Callable[[Path], Any] | None = None,
     ) -> Any:
+        """The index for ``key``: from memory, else loaded from ``index_dir``, else built (and saved there)."""
+        folder = Path(index_dir) / key.folder_name() if index_dir is not None else None
         with self._lock:
             if key in self._entries:
                 self._entries.move_to_end(key)
                 self.stats.hits += 1
-                return self._entries[key]
+                index = self._entries[key]
+                if folder is not None and save is not None and not _manifest_matches(folder, key):
+                    _save_atomically(folder, key, index, save)
+                return index
             index = None
-            folder = Path(index_dir) / key.folder_name() if index_dir is not None else None
             if folder is not None and load is not None and _manifest_matches(folder, key):
                 index = load(folder)
                 self.stats.loads += 1
@@ -111,21 +119,35 @@ class IndexCache:
             self._entries.popitem(last=False)
 
 
-def _manifest_matches(folder: Path, key: IndexKey) -> bool:
+def read_json_file(path: Path) -> Any:
+    """The parsed JSON in ``path``, or None when it is missing or unreadable."""
     try:
-        manifest = json.loads((folder / MANIFEST_NAME).read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return bool(manifest == key.manifest())
+        return None
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write to a temporary sibling and rename, so a reader sees the old file or the new one, never half."""
+    staging = path.with_name(f".{path.name}.tmp")
+    staging.write_text(text, encoding="utf-8")
+    os.replace(staging, path)
+
+
+def _manifest_matches(folder: Path, key: IndexKey) -> bool:
+    return bool(read_json_file(folder / MANIFEST_NAME) == key.manifest())
 
 
 def _save_atomically(folder: Path, key: IndexKey, index: Any, save: Callable[[Any, Path], None]) -> None:
-    """Write into a temporary sibling and rename, so a reader never sees half an index."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    """Write into a temporary sibling folder and rename it, so a reader never sees half an index."""
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    except OSError as error:
+        raise InvalidOptionError("index_dir", str(folder.parent), f"a writable folder ({error.strerror})") from error
     try:
         save(index, staging)
-        (staging / MANIFEST_NAME).write_text(json.dumps(key.manifest(), sort_keys=True), encoding="utf-8")
+        write_text_atomically(staging / MANIFEST_NAME, json.dumps(key.manifest(), sort_keys=True))
         if folder.exists():
             shutil.rmtree(folder)
         os.replace(staging, folder)
@@ -135,3 +157,8 @@ def _save_atomically(folder: Path, key: IndexKey, index: Any, save: Callable[[An
 
 
 INDEX_CACHE = IndexCache()
+
+
+def configure_index_cache(reader: OptionReader) -> None:
+    """Apply a request's ``index_cache_size`` (default ``DEFAULT_CAPACITY``) to the process-wide cache."""
+    INDEX_CACHE.resize(reader.integer("index_cache_size", default=DEFAULT_CAPACITY, minimum=0))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Collection, Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
@@ -85,10 +88,10 @@ class OptionReader:
         exclusive_minimum: bool = False,
     ) -> Any:
         value = self.raw(key)
-        expected = _range_text("a number", minimum, maximum, exclusive_minimum)
+        expected = _range_text("a finite number", minimum, maximum, exclusive_minimum)
         if value is None:
             return self._absent(key, default, expected)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise InvalidOptionError(key, value, expected)
         number = float(value)
         if minimum is not None and (number < minimum or (exclusive_minimum and number == minimum)):
@@ -114,13 +117,14 @@ class OptionReader:
             raise InvalidOptionError(key, value, expected)
         return value
 
-    def mapping(self, key: str, *, default: Any = REQUIRED) -> Any:
+    def path(self, key: str, *, default: Any = REQUIRED) -> Any:
+        """A filesystem path given as a non-empty str or an ``os.PathLike``."""
         value = self.raw(key)
         if value is None:
-            return self._absent(key, default, "a dict")
-        if not isinstance(value, Mapping):
-            raise InvalidOptionError(key, value, "a dict")
-        return dict(value)
+            return self._absent(key, default, "a path (str or os.PathLike)")
+        if isinstance(value, os.PathLike) or (isinstance(value, str) and value.strip()):
+            return Path(value)
+        raise InvalidOptionError(key, value, "a path (str or os.PathLike)")
 
     def sequence(self, key: str, *, default: Any = REQUIRED) -> Any:
         value = self.raw(key)

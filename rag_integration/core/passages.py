@@ -4,19 +4,37 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypedDict
+from typing import Any
 
-from rag_integration.core.documents import Document
+import numpy as np
+import numpy.typing as npt
+
+from rag_integration.core.documents import Document, MetadataFilter
 from rag_integration.core.errors import RankingContractError
 
 Hits = list[tuple[int, float]]
+AllowedMask = npt.NDArray[np.bool_] | None
+Search = Callable[[list[str], int, AllowedMask], list[Hits]]
 
 
-class Passage(TypedDict):
-    doc_id: str
-    text: str
-    score: float
-    rank: int
+def rank_corpus(
+    documents: Sequence[Document],
+    queries: list[str],
+    top_k: int,
+    search: Search,
+    metadata_filter: MetadataFilter | None = None,
+    return_metadata: bool = False,
+) -> list[list[dict[str, Any]]]:
+    """Passage rows for every query: filter to a mask, search with exact ties, rank; ``search`` is called only
+    when some document can be returned, so a backend never builds an index for nothing."""
+    allowed = None
+    if metadata_filter is not None:
+        allowed = np.zeros(len(documents), dtype=bool)
+        allowed[metadata_filter.positions(documents)] = True
+    if not documents or (allowed is not None and not allowed.any()):
+        return [[] for _ in queries]
+    hits = search_with_exact_ties(lambda batch, depth: search(batch, depth, allowed), queries, top_k, len(documents))
+    return [rank_hits(query_hits, documents, top_k, return_metadata=return_metadata) for query_hits in hits]
 
 
 def rank_hits(

@@ -6,7 +6,6 @@ so one ``run_all`` can chain the families.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +15,7 @@ from rag_integration.core.documents import Corpus, Document, read_documents
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.feature_group import source_feature_name
 from rag_integration.core.frames import column_values
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import REQUIRED, OptionReader
 
 
 def read_queries(reader: OptionReader, data: Any) -> list[str]:
@@ -83,11 +82,5 @@ def query_rows(reader: OptionReader, data: Any, inline_option: str, inline: Any,
 
 
 def read_index_dir(reader: OptionReader, *, required: bool = False) -> Path | None:
-    value = reader.raw("index_dir")
-    if value is None:
-        if required:
-            raise MissingOptionError("index_dir", "the folder holding the index", owner=reader.owner)
-        return None
-    if isinstance(value, os.PathLike) or (isinstance(value, str) and value):
-        return Path(value)
-    raise InvalidOptionError("index_dir", value, "a folder path (str or os.PathLike)")
+    path: Path | None = reader.path("index_dir", default=None if not required else REQUIRED)
+    return path

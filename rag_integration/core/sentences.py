@@ -11,12 +11,20 @@ import re
 
 ABBREVIATIONS = frozenset(
     {
-        "al", "approx", "apr", "aug", "bzw", "ca", "capt", "cf", "ch", "co", "col", "corp", "dec", "dept", "dr",
-        "ed", "eds", "eq", "esp", "feb", "fig", "figs", "gen", "gov", "hr", "inc", "jan", "jr", "jul", "jun",
-        "lt", "ltd", "mar", "mr", "mrs", "ms", "mt", "no", "nov", "nr", "oct", "op", "pp", "prof", "resp",
-        "rev", "sen", "sep", "sept", "sgt", "sr", "st", "vgl", "vol", "vols", "vs", "usw",
+        "al", "approx", "bzw", "ca", "capt", "cf", "co", "col", "corp", "dept", "dr", "ed", "eds", "esp", "gen",
+        "gov", "inc", "jr", "lt", "ltd", "mr", "mrs", "ms", "mt", "prof", "resp", "rev", "sen", "sgt", "sr", "st",
+        "vgl", "vs", "usw",
     }
 )  # fmt: skip
+"""Words whose full stop never ends a sentence ("Dr. Smith")."""
+
+NUMBER_ABBREVIATIONS = frozenset(
+    {
+        "apr", "aug", "ch", "dec", "eq", "feb", "fig", "figs", "hr", "jan", "jul", "jun", "mar", "no", "nov", "nr",
+        "oct", "op", "pp", "sep", "sept", "vol", "vols",
+    }
+)  # fmt: skip
+"""Words that abbreviate only before a number ("No. 5", "Fig. 2"); "The answer is no. Then" ends a sentence."""
 
 _BOUNDARY = re.compile(
     r"[.!?\u2026]+[\"'\u201d\u2019\u00bb)\]]*(?=\s|$)"  # . ! ? … then closing quotes/brackets, then space or end
@@ -64,5 +72,7 @@ def _ends_sentence(text: str, dot: int, end: int) -> bool:
     if text[dot:end].startswith(".."):
         return True
     if word.lower() in ABBREVIATIONS or _DOTTED.match(word):
+        return False
+    if word.lower() in NUMBER_ABBREVIATIONS and following[:1].isdigit():
         return False
     return not (len(word) == 1 and word.isalpha() and word.isupper())

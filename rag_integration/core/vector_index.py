@@ -15,9 +15,12 @@ import numpy.typing as npt
 
 from rag_integration.core.extras import require_module
 from rag_integration.core.options import OptionReader
+from rag_integration.core.passages import Hits
 
 FAISS_INDEX_TYPES = ("flat", "hnsw", "ivf")
-Hits = list[tuple[int, float]]
+FAISS_INDEX_FILE = "index.faiss"
+SEARCH_SETTINGS = ("hnsw_ef_search", "ivf_nprobe")
+"""Settings that only steer a search: they are not part of an index's identity, so changing them never rebuilds."""
 
 
 def read_faiss_settings(reader: OptionReader) -> dict[str, Any]:

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
-import numpy.typing as npt
-
 from rag_integration.core.documents import Document, MetadataFilter, corpus_fingerprint
 from rag_integration.core.feature_group import SelectorFeatureGroup
-from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
+from rag_integration.core.index_cache import INDEX_CACHE, IndexKey, configure_index_cache
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import Hits, rank_hits, search_with_exact_ties
+from rag_integration.core.passages import AllowedMask, Hits, rank_corpus, search_with_exact_ties
 from rag_integration.core.queries import read_corpus, read_index_dir, read_queries
-
-AllowedMask = npt.NDArray[np.bool_] | None
 
 
 @dataclass(frozen=True)
@@ -55,57 +51,68 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
         request = RetrieveRequest.read(reader, data)
         settings = cls.read_settings(reader)
-        INDEX_CACHE.resize(reader.integer("index_cache_size", default=INDEX_CACHE.capacity, minimum=0))
+        configure_index_cache(reader)
         return {cls.FEATURE_NAME: cls.retrieve(request, settings)}
 
     @classmethod
     def retrieve(cls, request: RetrieveRequest, settings: Mapping[str, Any]) -> list[list[dict[str, Any]]]:
         """Rows for every query, built on the cached index for this corpus and these settings."""
-        documents = request.documents
-        allowed = None
-        if request.metadata_filter is not None:
-            allowed = np.zeros(len(documents), dtype=bool)
-            allowed[request.metadata_filter.positions(documents)] = True
-        if not documents or (allowed is not None and not allowed.any()):
-            return [[] for _ in request.queries]
-        index = cls.cached_index(documents, settings, request.index_dir)
-        hits = cls.search_exact(index, request.queries, request.top_k, allowed, len(documents))
-        return [
-            rank_hits(query_hits, documents, request.top_k, return_metadata=request.return_metadata)
-            for query_hits in hits
-        ]
+
+        index = functools.cache(lambda: cls.cached_index(request.documents, settings, request.index_dir))
+
+        def search(queries: list[str], depth: int, allowed: AllowedMask) -> list[Hits]:
+            return cls.search(index(), queries, depth, allowed, settings)
+
+        return rank_corpus(
+            request.documents, request.queries, request.top_k, search, request.metadata_filter, request.return_metadata
+        )
 
     @classmethod
     def cached_index(cls, documents: Sequence[Document], settings: Mapping[str, Any], index_dir: Path | None) -> Any:
         assert cls.BACKEND is not None
-        key = IndexKey.of(cls.BACKEND, settings, corpus_fingerprint(documents))
+        index_settings = cls.index_settings(settings)
+        key = IndexKey.of(cls.BACKEND, index_settings, corpus_fingerprint(documents))
         return INDEX_CACHE.get_or_build(
             key,
-            lambda: cls.build_index(documents, settings),
+            lambda: cls.build_index(documents, index_settings),
             index_dir=index_dir,
             save=cls.save_index,
-            load=lambda folder: cls.load_index(folder, settings),
+            load=lambda folder: cls.load_index(folder, index_settings),
         )
 
     @classmethod
     def search_exact(
-        cls, index: Any, queries: list[str], top_k: int, allowed: AllowedMask, document_count: int
+        cls,
+        index: Any,
+        queries: list[str],
+        top_k: int,
+        allowed: AllowedMask,
+        document_count: int,
+        settings: Mapping[str, Any],
     ) -> list[Hits]:
+        """Hits with every tie at the ``top_k`` cut included, for a caller that ranks them itself."""
         return search_with_exact_ties(
-            lambda batch, depth: cls.search(index, batch, depth, allowed), queries, top_k, document_count
+            lambda batch, depth: cls.search(index, batch, depth, allowed, settings), queries, top_k, document_count
         )
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
-        """Backend options that shape the index (part of the cache key); JSON-serialisable."""
+        """The backend's options, validated once per request; JSON-serialisable."""
         return {}
+
+    @classmethod
+    def index_settings(cls, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """The part of the settings that shapes the index (its cache key); the rest only steers searches."""
+        return dict(settings)
 
     @classmethod
     def build_index(cls, documents: Sequence[Document], settings: Mapping[str, Any]) -> Any:
         raise NotImplementedError
 
     @classmethod
-    def search(cls, index: Any, queries: list[str], depth: int, allowed: AllowedMask) -> list[Hits]:
+    def search(
+        cls, index: Any, queries: list[str], depth: int, allowed: AllowedMask, settings: Mapping[str, Any]
+    ) -> list[Hits]:
         """Up to ``depth`` best ``(document position, score)`` hits per query, never one outside ``allowed``."""
         raise NotImplementedError
 

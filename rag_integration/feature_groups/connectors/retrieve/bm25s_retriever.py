@@ -12,8 +12,8 @@ import numpy as np
 from rag_integration.core.documents import Document
 from rag_integration.core.extras import require_module
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import Hits
-from rag_integration.feature_groups.connectors.retrieve.base import AllowedMask, BaseRetrieveConnector
+from rag_integration.core.passages import AllowedMask, Hits
+from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
 BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 
@@ -52,14 +52,25 @@ class Bm25sRetriever(BaseRetrieveConnector):
         return Bm25sIndex(retriever, tokenizer)
 
     @classmethod
-    def search(cls, index: Bm25sIndex, queries: list[str], depth: int, allowed: AllowedMask) -> list[Hits]:
-        query_ids = index.tokenizer.tokenize(queries, update_vocab=False, return_as="ids", show_progress=False)
+    def search(
+        cls, index: Bm25sIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: Mapping[str, Any]
+    ) -> list[Hits]:
+        query_ids = index.tokenizer.tokenize(
+            queries, update_vocab=False, return_as="ids", show_progress=False, allow_empty=False
+        )
+        # bm25s turns a query without known terms into its empty token, which empty documents also hold:
+        # such a query shares nothing with the corpus and gets no hit.
+        answerable = [position for position, ids in enumerate(query_ids) if ids]
+        results: list[Hits] = [[] for _ in queries]
+        if not answerable:
+            return results
         weight_mask = None if allowed is None else allowed.astype(np.float32)
-        positions, scores = index.retriever.retrieve(query_ids, k=depth, weight_mask=weight_mask, show_progress=False)
-        return [
-            [(int(position), float(score)) for position, score in zip(row_positions, row_scores)]
-            for row_positions, row_scores in zip(positions, scores)
-        ]
+        positions, scores = index.retriever.retrieve(
+            [query_ids[position] for position in answerable], k=depth, weight_mask=weight_mask, show_progress=False
+        )
+        for position, row_positions, row_scores in zip(answerable, positions, scores, strict=True):
+            results[position] = [(int(doc), float(score)) for doc, score in zip(row_positions, row_scores, strict=True)]
+        return results
 
     @classmethod
     def save_index(cls, index: Bm25sIndex, folder: Path) -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rag_integration.core.documents import Document
-from rag_integration.core.fusion import rrf_fuse
+from rag_integration.core.fusion import read_rrf_weights, rrf_fuse
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import Hits
-from rag_integration.feature_groups.connectors.retrieve.base import AllowedMask, BaseRetrieveConnector
+from rag_integration.core.passages import AllowedMask, Hits
+from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 from rag_integration.feature_groups.connectors.retrieve.bm25s_retriever import Bm25sRetriever
 from rag_integration.feature_groups.connectors.retrieve.faiss_retriever import FaissDenseRetriever
 
@@ -22,7 +22,7 @@ RANKERS: tuple[type[BaseRetrieveConnector], ...] = (Bm25sRetriever, FaissDenseRe
 class HybridIndex:
     rankers: tuple[tuple[type[BaseRetrieveConnector], Any], ...]
     doc_ids: tuple[str, ...]
-    settings: Mapping[str, Any]
+    position_of: Mapping[str, int]
 
 
 class HybridRrfRetriever(BaseRetrieveConnector):
@@ -34,11 +34,10 @@ class HybridRrfRetriever(BaseRetrieveConnector):
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
-        weights = reader.sequence("rrf_weights", default=None)
         return {
             "rankers": {ranker.BACKEND: ranker.read_settings(reader) for ranker in RANKERS},
             "rrf_k": reader.number("rrf_k", default=60.0, minimum=0.0, exclusive_minimum=True),
-            "rrf_weights": weights,
+            "rrf_weights": read_rrf_weights(reader.raw("rrf_weights"), len(RANKERS)),
             "rrf_candidates": reader.integer("rrf_candidates", default=100, minimum=1),
         }
 
@@ -48,22 +47,25 @@ class HybridRrfRetriever(BaseRetrieveConnector):
             (ranker, ranker.cached_index(documents, settings["rankers"][ranker.BACKEND], index_dir))
             for ranker in RANKERS
         )
-        return HybridIndex(rankers, tuple(document.doc_id for document in documents), settings)
+        doc_ids = tuple(document.doc_id for document in documents)
+        return HybridIndex(rankers, doc_ids, {doc_id: position for position, doc_id in enumerate(doc_ids)})
 
     @classmethod
-    def search(cls, index: HybridIndex, queries: list[str], depth: int, allowed: AllowedMask) -> list[Hits]:
-        settings = index.settings
+    def search(
+        cls, index: HybridIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: Mapping[str, Any]
+    ) -> list[Hits]:
         candidates = min(max(settings["rrf_candidates"], depth), len(index.doc_ids))
         per_ranker = [
-            ranker.search_exact(ranker_index, queries, candidates, allowed, len(index.doc_ids))
+            ranker.search_exact(
+                ranker_index, queries, candidates, allowed, len(index.doc_ids), settings["rankers"][ranker.BACKEND]
+            )
             for ranker, ranker_index in index.rankers
         ]
-        position_of = {doc_id: position for position, doc_id in enumerate(index.doc_ids)}
         results = []
         for query_position in range(len(queries)):
             rankings = [_ranked_rows(hits[query_position], index.doc_ids) for hits in per_ranker]
             fused = rrf_fuse(rankings, top_k=depth, k=settings["rrf_k"], weights=settings["rrf_weights"])
-            results.append([(position_of[row["doc_id"]], row["score"]) for row in fused])
+            results.append([(index.position_of[row["doc_id"]], row["score"]) for row in fused])
         return results
 
 

@@ -13,8 +13,8 @@ import numpy as np
 from rag_integration.core.documents import Document
 from rag_integration.core.extras import require_module
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import Hits
-from rag_integration.feature_groups.connectors.retrieve.base import AllowedMask, BaseRetrieveConnector
+from rag_integration.core.passages import AllowedMask, Hits
+from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,9 @@ class TfidfRetriever(BaseRetrieveConnector):
         return TfidfIndex(vectorizer, matrix.tocsr())
 
     @classmethod
-    def search(cls, index: TfidfIndex, queries: list[str], depth: int, allowed: AllowedMask) -> list[Hits]:
+    def search(
+        cls, index: TfidfIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: Mapping[str, Any]
+    ) -> list[Hits]:
         similarities = (index.vectorizer.transform(queries) @ index.document_matrix.T).toarray()
         if allowed is not None:
             similarities[:, ~allowed] = 0.0
