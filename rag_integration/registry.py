@@ -57,7 +57,8 @@ def backend_classes() -> list[type[SelectorFeatureGroup]]:
 
 
 def available_backends() -> list[dict[str, object]]:
-    """One dict per backend: family, feature, selector, value, class, extra, installed; sorted by family and value."""
+    """One dict per backend: family, feature, selector, value, class, extra, installed; sorted by feature, value
+    and class name."""
     infos = [
         BackendInfo(
             family=cls.FAMILY,

@@ -259,16 +259,15 @@ def test_same_model_under_another_name_is_accepted(tmp_path: Path) -> None:
     assert rows[0]
 
 
-def test_retrieval_stage_matches_the_dense_connector(tmp_path: Path) -> None:
+@pytest.mark.parametrize("faiss_index", ["flat", "hnsw"])
+@pytest.mark.parametrize("extra", [{}, {"filters": {"lang": "en"}, "return_metadata": True}])
+def test_retrieval_stage_matches_the_dense_connector(tmp_path: Path, faiss_index: str, extra: dict[str, Any]) -> None:
     chain = "docs__chunked__embedded__indexed"
-    for faiss_index in ("flat", "hnsw"):
-        options = base_options(
-            tmp_path / faiss_index, faiss_index=faiss_index, query_text=["cats", "engine oil tyres"], top_k=3
-        )
-        from_stage = stage("retrieved_passages", **options, retrieve_backend="vector_store", corpus_source=chain)
-        from_connector = stage("retrieved_passages", **options, retrieve_backend="faiss", corpus_source=chain)
-        assert from_stage == from_connector
-        assert from_stage[0]
+    options = base_options(tmp_path, faiss_index=faiss_index, query_text=["cats", "engine oil tyres"], top_k=3, **extra)
+    from_stage = stage("retrieved_passages", **options, retrieve_backend="vector_store", corpus_source=chain)
+    from_connector = stage("retrieved_passages", **options, retrieve_backend="faiss", corpus_source=chain)
+    assert from_stage == from_connector
+    assert from_stage[0] and from_stage[1]
 
 
 def test_connectors_consume_stage_output_as_corpus(tmp_path: Path) -> None:
