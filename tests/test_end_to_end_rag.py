@@ -22,7 +22,7 @@ from rag_integration.feature_groups.connectors.generate import ExtractiveRespond
 from rag_integration.feature_groups.connectors.rerank import FlashRankReranker, LexicalReranker
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
 from rag_integration.testing.generate import assert_grounded
-from rag_integration.testing.rerank import build_tiny_flashrank_model
+from rag_integration.testing.tiny_flashrank import build_tiny_flashrank_model
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "pipeline_example.md"
 CORPUS: list[dict[str, Any]] = [

@@ -7,15 +7,18 @@ import os
 import random
 import subprocess
 import sys
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import pytest
 
-from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.errors import InvalidOptionError, RankingContractError
 from rag_integration.feature_groups.connectors.graph_rag import (
     AdjacencyGraphRag,
     BaseGraphRagConnector,
+    Graph,
     NetworkxGraphRag,
+    spreading_activation,
 )
 from rag_integration.testing.graph_rag import EDGES, NODES, GraphRagContractTests
 from rag_integration.testing.runner import run_feature
@@ -187,3 +190,43 @@ def test_same_ranking_in_a_fresh_process() -> None:
     assert json.loads(completed.stdout.strip().splitlines()[-1]) == run_feature(
         "graph_passages", request, {NetworkxGraphRag}
     )
+
+
+def test_a_pagerank_that_does_not_converge_is_a_typed_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import networkx
+
+    def never_converges(*args: Any, **kwargs: Any) -> Any:
+        raise networkx.PowerIterationFailedConvergence(kwargs["max_iter"])
+
+    monkeypatch.setattr(networkx, "pagerank", never_converges)
+    with pytest.raises(RankingContractError, match=r"did not converge within \d+ iterations \(pagerank_alpha=0.85\)"):
+        rank(NetworkxGraphRag, query_text="Nobel", nodes=NODES, edges=EDGES, graph_scoring="personalized_pagerank")
+
+
+class NanGraphRag(BaseGraphRagConnector):
+    """A deliberately broken backend: one score per node, one of them NaN."""
+
+    BACKEND: ClassVar[str | None] = "nan-for-tests"
+
+    @classmethod
+    def score_nodes(cls, graph: Graph, seeds: list[float], settings: Mapping[str, Any]) -> Sequence[float]:
+        return [float("nan"), *seeds[1:]]
+
+
+def test_a_non_finite_score_is_reported_as_such() -> None:
+    with pytest.raises(
+        RankingContractError, match=r"NanGraphRag returned a non-finite score for node\(s\) \['curie'\]"
+    ):
+        rank(NanGraphRag, query_text="Nobel", nodes=NODES, edges=EDGES)
+
+
+def test_the_shared_rule_does_not_depend_on_the_order_neighbours_are_listed_in() -> None:
+    """Both backends call ``spreading_activation``; a graph library listing neighbours in another order (or with
+    weights whose float sums depend on order) must not change a single bit of the scores."""
+    weights = {0: {1: 0.1, 2: 0.2, 3: 0.3}, 1: {0: 0.1}, 2: {0: 0.2, 3: 1e-9}, 3: {0: 0.3, 2: 1e-9}}
+    seeds = [1.7, 0.0, 0.3, 0.0]
+    forward = spreading_activation(seeds, lambda node: weights[node].items(), 3, 0.5)
+    backward = spreading_activation(seeds, lambda node: reversed(list(weights[node].items())), 3, 0.5)
+    assert forward == backward
+    one_hop = spreading_activation(seeds, lambda node: weights[node].items(), 1, 0.5)
+    assert one_hop[1] == pytest.approx(0.5 * 1.7 * 0.1 / 0.6)  # node 0 passes on its share 0.1 / (0.1 + 0.2 + 0.3)

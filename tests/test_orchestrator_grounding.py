@@ -1,4 +1,5 @@
-"""The family base's grounding guard, fed engine answers directly: what it accepts and what it refuses."""
+"""The family base's grounding guard, fed engine answers directly: what it accepts and what it refuses; and the
+shared rule of ``core.grounding`` giving the same verdict for generate's cited answers and orchestrator answers."""
 
 from __future__ import annotations
 
@@ -8,15 +9,16 @@ from typing import Any
 
 import pytest
 
-from rag_integration.core.documents import read_documents
+from rag_integration.core.documents import Document, read_documents
 from rag_integration.core.errors import GroundingError, RankingContractError
+from rag_integration.core.grounding import check_cited_answer, check_quoted_answer
 from rag_integration.feature_groups.connectors.orchestrator import (
     EngineAnswer,
     EngineHit,
     OrchestratorRequest,
     R2RFixtureOrchestrator,
 )
-from rag_integration.feature_groups.connectors.orchestrator.base import ground_answer, split_sentences
+from rag_integration.feature_groups.connectors.orchestrator.base import ground_answer
 from rag_integration.testing.runner import run_feature
 
 DOCUMENTS = read_documents(
@@ -29,11 +31,12 @@ DOCUMENTS = read_documents(
     "corpus",
 )
 BY_ID = {document.doc_id: document for document in DOCUMENTS}
+POSITION_OF = {document.doc_id: position for position, document in enumerate(DOCUMENTS)}
 
 
 def grounded(answer: str, *hits: tuple[str, str, float], top_k: int = 10) -> dict[str, Any]:
     engine_answer = EngineAnswer(answer, tuple(EngineHit(*hit) for hit in hits))
-    return ground_answer(engine_answer, BY_ID, top_k, "test")
+    return ground_answer(engine_answer, DOCUMENTS, POSITION_OF, top_k, "test")
 
 
 def test_whole_documents_and_verbatim_chunks_are_accepted_and_merged() -> None:
@@ -79,11 +82,6 @@ def test_incoherent_scores_are_refused(scores: tuple[float, float]) -> None:
         grounded("", ("oil", "Old oil", scores[0]), ("tide", "The tide", scores[1]))
 
 
-def test_split_sentences_keeps_verbatim_pieces() -> None:
-    assert split_sentences("One. Two?  Three!  four") == ["One.", "Two?", "Three!", "four"]
-    assert split_sentences("   ") == []
-
-
 def test_a_backend_must_answer_every_query(monkeypatch: pytest.MonkeyPatch) -> None:
     def one_answer_only(cls: Any, request: OrchestratorRequest, settings: Mapping[str, Any]) -> list[EngineAnswer]:
         return [EngineAnswer("", ())]
@@ -92,3 +90,45 @@ def test_a_backend_must_answer_every_query(monkeypatch: pytest.MonkeyPatch) -> N
     options = {"orchestrator_backend": "r2r", "query_text": ["a", "b"], "corpus": [{"text": "x"}]}
     with pytest.raises(RankingContractError, match="answered 1 of 2 queries"):
         run_feature("orchestrated_answer", options, {R2RFixtureOrchestrator})
+
+
+def test_a_hit_repeated_lower_keeps_its_best_score_and_rank() -> None:
+    row = grounded("", ("tide", "The tide rises twice a day.", 0.8), ("oil", "Old oil", 0.6), ("tide", "The moon", 0.6))
+    assert [(p["doc_id"], p["score"], p["rank"]) for p in row["documents"]] == [("tide", 0.8, 1), ("oil", 0.6, 2)]
+
+
+PASSAGE = Document("p", "Cats purr on the windowsill. They nap [2] all day.\nDogs   bark.")
+SHARED_VERDICTS = [
+    ("Cats purr on the windowsill.", True),
+    ("Cats purr on the   windowsill.", True),  # whitespace never matters
+    ("They nap all day.", True),  # nor do marker-like [n] in the passage
+    ("They nap all day. Cats purr on the windowsill.", True),  # each sentence is quoted; their order is free
+    ("Dogs bark. They nap all day.", True),
+    ("Cats purr loudly.", False),
+    ("Cats purr on the windowsill. Cats bark.", False),  # one unquoted sentence is enough to refuse
+    ("purr on the windowsill. They", True),  # a verbatim part of a sentence is a quote too
+]
+
+
+@pytest.mark.parametrize(("sentences", "grounded_verdict"), SHARED_VERDICTS)
+def test_generate_and_orchestrator_answers_share_one_grounding_rule(sentences: str, grounded_verdict: bool) -> None:
+    verdicts = []
+    for check in (
+        lambda: check_cited_answer(f"{sentences} [1]", ["p"], [PASSAGE], "generate"),
+        lambda: check_quoted_answer(sentences, [PASSAGE], "orchestrator"),
+    ):
+        try:
+            check()
+            verdicts.append(True)
+        except GroundingError:
+            verdicts.append(False)
+    assert verdicts == [grounded_verdict, grounded_verdict]
+
+
+def test_orchestrator_answer_may_quote_a_sentence_from_any_returned_document() -> None:
+    row = grounded(
+        "The tide rises twice a day. Old oil wears the engine out.",
+        ("tide", "The tide rises twice a day.", 0.9),
+        ("oil", "Old oil wears the engine out.", 0.8),
+    )
+    assert [p["doc_id"] for p in row["documents"]] == ["tide", "oil"]

@@ -14,6 +14,7 @@ from haystack.telemetry import _telemetry
 
 from rag_integration.core.documents import read_documents
 from rag_integration.core.index_cache import INDEX_CACHE
+from rag_integration.feature_groups.connectors.generate import ExtractiveResponder
 from rag_integration.feature_groups.connectors.orchestrator import BaseOrchestratorConnector, HaystackOrchestrator
 from rag_integration.feature_groups.connectors.orchestrator.haystack_orchestrator import HAYSTACK_TELEMETRY
 from rag_integration.feature_groups.connectors.orchestrator.haystack_quoter import best_sentence
@@ -52,12 +53,24 @@ def test_answer_quotes_the_best_sentence_not_the_first() -> None:
     assert row["answer"] == "At night it hunts moths in the garden."
 
 
-def test_best_sentence_prefers_overlap_then_rank_then_position() -> None:
+def test_best_sentence_prefers_score_then_rank_then_position() -> None:
     texts = ["Tea is hot. Tea leaves steep in water.", "Water boils. Hot water and leaves."]
     assert best_sentence("hot water leaves", texts) == "Hot water and leaves."
     assert best_sentence("tea", texts) == "Tea is hot."
-    assert best_sentence("the of and", texts) == "Tea is hot."
+    assert best_sentence("the of and", texts) == ""
     assert best_sentence("tea", []) == ""
+
+
+QUOTER_TEXTS = ["Water is wet. Water and tea are hot. Water, tea and more water.", "Autumn leaves fall."]
+
+
+@pytest.mark.parametrize("query", ["water tea leaves", "hot tea leaves", "water leaves", "wet", "the of and"])
+def test_quoter_picks_the_sentence_generate_would(query: str) -> None:
+    """One scoring rule for both families: the quote is extractive generate's answer without its marker."""
+    passages = [{"doc_id": f"p{position}", "text": text} for position, text in enumerate(QUOTER_TEXTS)]
+    request = {"generate_backend": "extractive", "query_text": query, "passages": passages}
+    [row] = run_feature("generated_answer", request, {ExtractiveResponder})
+    assert best_sentence(query, QUOTER_TEXTS) == row["answer"].removesuffix(" [1]")
 
 
 def test_blank_query_gets_an_empty_answer() -> None:

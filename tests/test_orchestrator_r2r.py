@@ -19,6 +19,7 @@ import pytest
 
 from rag_integration.core.documents import read_documents
 from rag_integration.core.errors import DeadlineExceededError, GroundingError, InvalidOptionError, RankingContractError
+from rag_integration.core.sentences import split_sentences
 from rag_integration.feature_groups.connectors.orchestrator import (
     BaseOrchestratorConnector,
     HaystackOrchestrator,
@@ -26,9 +27,8 @@ from rag_integration.feature_groups.connectors.orchestrator import (
     R2RFixtureOrchestrator,
     RemoteServiceError,
 )
-from rag_integration.feature_groups.connectors.orchestrator.base import split_sentences
-from rag_integration.feature_groups.connectors.orchestrator.r2r_orchestrator import CITATION_MARKER
-from rag_integration.feature_groups.connectors.orchestrator.r2r_transport import load_fixture
+from rag_integration.feature_groups.connectors.orchestrator.r2r_orchestrator import CITATION_MARKER, MAX_TIMEOUT
+from rag_integration.feature_groups.connectors.orchestrator.r2r_transport import MAX_RESPONSE_BYTES, load_fixture
 from rag_integration.testing.orchestrator import CORPUS, KIT_QUERIES, TWINS, OrchestratorContractTests
 from rag_integration.testing.runner import run_feature
 
@@ -89,6 +89,44 @@ class ReplayHandler(BaseHTTPRequestHandler):
         self.server.release.wait(timeout=10)
         self.reply(200, json.dumps(rag_response("", [])).encode())
 
+    def trickle_body(self) -> None:
+        """Headers at once, then a valid R2R body one byte every 10 ms: each read is quick, the whole is not."""
+        payload = json.dumps(rag_response("", [])).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.flush()
+        for byte in payload:
+            self.server.release.wait(timeout=0.01)
+            self.wfile.write(bytes([byte]))
+            self.wfile.flush()
+
+    def trickle_headers(self) -> None:
+        """The status line and headers themselves one byte every 10 ms."""
+        payload = json.dumps(rag_response("", [])).encode()
+        head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(payload)}\r\n" + "X-Padding: slow\r\n" * 5 + "\r\n"
+        for byte in head.encode() + payload:
+            self.server.release.wait(timeout=0.01)
+            self.wfile.write(bytes([byte]))
+            self.wfile.flush()
+        self.close_connection = True
+
+    def announce_huge(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(MAX_RESPONSE_BYTES + 1))
+        self.end_headers()
+        self.wfile.write(b'{"results": ')
+
+    def stream_endless(self) -> None:
+        """No Content-Length: the body runs until the connection closes, here well past the size cap."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        block = b" " * 65536
+        for _ in range(MAX_RESPONSE_BYTES // len(block) + 64):
+            self.wfile.write(block)
+        self.close_connection = True
+
     def redirect(self) -> None:
         self.send_response(307)
         self.send_header("Location", f"{self.server.url}/v3/retrieval/rag")
@@ -105,6 +143,10 @@ def json_reply(payload: Any) -> Callable[[ReplayHandler], None]:
 
 MISBEHAVIOURS: dict[str, Callable[[ReplayHandler], None]] = {
     "slow": ReplayHandler.reply_late,
+    "trickle body": ReplayHandler.trickle_body,
+    "trickle headers": ReplayHandler.trickle_headers,
+    "announce huge": ReplayHandler.announce_huge,
+    "stream endless": ReplayHandler.stream_endless,
     "status 500": lambda handler: handler.reply(500, b'{"detail": "Internal Server Error"}'),
     "status 503": lambda handler: handler.reply(503, b"Service Unavailable"),
     "status 401": lambda handler: handler.reply(401, b'{"detail": "Not authenticated"}'),
@@ -214,9 +256,36 @@ def test_citation_markers_are_not_part_of_the_answer() -> None:
     assert row["answer"] == ENGINE_FIRST
 
 
-def test_slow_server_raises_deadline_exceeded(replay_server: ReplayServer) -> None:
+@pytest.mark.parametrize("query", ["slow", "trickle body", "trickle headers"])
+def test_r2r_timeout_limits_the_whole_request(replay_server: ReplayServer, query: str) -> None:
+    """A server that trickles its answer (every single read is fast) still hits the one deadline."""
     with pytest.raises(DeadlineExceededError, match="r2r_timeout"):
-        live(replay_server, "slow", r2r_timeout=0.2)
+        live(replay_server, query, r2r_timeout=0.2)
+
+
+@pytest.mark.parametrize("query", ["announce huge", "stream endless"])
+def test_oversized_responses_are_refused(replay_server: ReplayServer, query: str) -> None:
+    with pytest.raises(RemoteServiceError, match=f"larger than {MAX_RESPONSE_BYTES} bytes"):
+        live(replay_server, query)
+
+
+def test_trickled_answers_within_the_deadline_are_read(replay_server: ReplayServer) -> None:
+    [row] = live(replay_server, "trickle body", r2r_timeout=60.0)
+    assert row == {"answer": "", "documents": []}
+
+
+def test_the_largest_r2r_timeout_is_usable(replay_server: ReplayServer) -> None:
+    """The documented maximum still fits every socket timeout (1e300 once overflowed inside urllib)."""
+    [row] = live(replay_server, "engine oil", r2r_timeout=MAX_TIMEOUT)
+    assert row["answer"] == ENGINE_FIRST
+
+
+def test_fixture_mode_refuses_a_query_it_has_no_recording_for() -> None:
+    with pytest.raises(InvalidOptionError, match="option 'query_text'") as caught:
+        ask(query_text="how do I bake bread", corpus=CORPUS)
+    message = str(caught.value)
+    assert "fixture mode only replays recorded answers" in message and "r2r_base_url" in message
+    assert "engine oil" in message
 
 
 @pytest.mark.parametrize("status", [500, 503, 401])
@@ -312,6 +381,12 @@ def test_doc_id_field_option(tmp_path: Path) -> None:
         ({"r2r_timeout": -1.5}, "r2r_timeout"),
         ({"r2r_timeout": True}, "r2r_timeout"),
         ({"r2r_timeout": "5"}, "r2r_timeout"),
+        ({"r2r_timeout": float("inf")}, "r2r_timeout"),
+        ({"r2r_timeout": float("nan")}, "r2r_timeout"),
+        ({"r2r_timeout": 1e300}, "r2r_timeout"),
+        ({"r2r_timeout": MAX_TIMEOUT + 1}, "r2r_timeout"),
+        ({"r2r_fixture": "   "}, "r2r_fixture"),
+        ({"r2r_fixture": ["f.json"]}, "r2r_fixture"),
         ({"r2r_base_url": "ftp://127.0.0.1:7272"}, "r2r_base_url"),
         ({"r2r_base_url": "127.0.0.1:7272"}, "r2r_base_url"),
         ({"r2r_base_url": "http://127.0.0.1:7272/?x=1"}, "r2r_base_url"),

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 import math
+import shutil
+import subprocess
+import sys
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -13,14 +16,10 @@ import pytest
 
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.feature_groups.connectors.rerank import BaseRerankConnector, FlashRankReranker, LexicalReranker
-from rag_integration.testing.rerank import (
-    CANDIDATES,
-    KIT_TEXTS,
-    TINY_MODEL_NAME,
-    RerankContractTests,
-    build_tiny_flashrank_model,
-)
+from rag_integration.testing.certify import adapter_for
+from rag_integration.testing.rerank import CANDIDATES, KIT_TEXTS, RerankContractTests
 from rag_integration.testing.runner import run_feature
+from rag_integration.testing.tiny_flashrank import TINY_MODEL_NAME, build_tiny_flashrank_model
 
 _MODELS = tempfile.TemporaryDirectory(prefix="tiny-flashrank-")
 
@@ -142,3 +141,25 @@ def test_flashrank_leaves_root_logging_alone(tmp_path: Path) -> None:
     handlers, level = list(root.handlers), root.level
     run_flashrank(flashrank_model_dir=str(tmp_path))
     assert root.handlers == handlers and root.level == level
+
+
+def test_the_tiny_model_writer_loads_without_the_test_kit() -> None:
+    """Certification and user scripts build the model folder without importing pytest or the rerank kit."""
+    script = (
+        "import sys\n"
+        "import rag_integration.testing.tiny_flashrank\n"
+        "print(sorted(name for name in ('pytest', 'rag_integration.testing.rerank') if name in sys.modules))\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert completed.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_certify_builds_the_tiny_model_for_flashrank() -> None:
+    options = adapter_for(FlashRankReranker, {})["backend_options"]
+    folder = Path(options["flashrank_model_dir"])
+    try:
+        assert (folder / TINY_MODEL_NAME / "tokenizer.json").is_file()
+        rows = run_flashrank(query_text="engine oil", candidates=CANDIDATES, top_k=1, flashrank_model_dir=str(folder))
+        assert rows[0][0]["doc_id"] == "engine"
+    finally:
+        shutil.rmtree(folder)

@@ -161,3 +161,82 @@ def test_backends_are_listed_in_the_registry() -> None:
     listed = {(entry["selector"], entry["value"], entry["class"]) for entry in available_backends()}
     assert ("structured_backend", "rule_based", "RuleBasedSql") in listed
     assert ("structured_backend", "aggregate", "AggregateSql") in listed
+
+
+LONG = "c" * 64
+
+
+@pytest.mark.parametrize(
+    ("question", "columns", "rows", "expected"),
+    [
+        (f"average {LONG}", [LONG], [{LONG: 4}], [{f"avg_{LONG}": 4.0}]),
+        (f"total {LONG} per g", [LONG, "g"], [{LONG: 4, "g": "x"}], [{"g": "x", f"sum_{LONG}": 4}]),
+        (
+            "average salary per avg_salary",
+            ["salary", "avg_salary"],
+            [{"salary": 1, "avg_salary": 7}, {"salary": 3, "avg_salary": 7}],
+            [{"avg_salary": 7, "avg_salary_1": 2.0}],
+        ),
+        (
+            "how many t per row_count",
+            ["count", "row_count"],
+            [{"count": 1, "row_count": 2}],
+            [{"row_count": 2, "count_1": 1}],
+        ),
+        ("how many t", ["count"], [{"count": 5}], [{"row_count": 1}]),
+    ],
+)
+def test_output_labels_are_valid_and_never_name_a_column(
+    question: str, columns: list[str], rows: list[dict[str, Any]], expected: list[dict[str, Any]]
+) -> None:
+    """Labels built from a 64-character column stay valid; a label a column already has gets a free suffix."""
+    assert ask(AggregateSql, question, table_name="t", columns=columns, rows=rows)["rows"] == expected
+
+
+DANGLING = ["show name and", "show name,", "show name, and", "list employees in Berlin and", "how many employees or"]
+
+
+@pytest.mark.parametrize("backend", [RuleBasedSql, AggregateSql])
+@pytest.mark.parametrize("question", DANGLING)
+def test_a_dangling_joiner_is_refused(backend: type[BaseStructuredConnector], question: str) -> None:
+    with pytest.raises(InvalidOptionError, match="option 'question'") as caught:
+        ask(backend, question)
+    assert "could not understand" in str(caught.value)
+    assert str(caught.value).endswith(" | ".join(backend.UNDERSTANDS))
+
+
+LEAD_WORD_TABLE = {
+    "table_name": "t",
+    "columns": ["a", "the", "work", "has", "located", "in", "city"],
+    "rows": [
+        {"a": "x", "the": "y", "work": "z", "has": "h", "located": "l", "in": "i", "city": "Berlin"},
+        {"a": "q", "the": "q", "work": "q", "has": "q", "located": "q", "in": "q", "city": "Paris"},
+    ],
+}
+
+
+@pytest.mark.parametrize("backend", [RuleBasedSql, AggregateSql])
+@pytest.mark.parametrize(
+    ("question", "column", "value"),
+    [
+        ("list t where a is x", "a", "x"),
+        ("list t where the is y", "the", "y"),
+        ("list t with work is z", "work", "z"),
+        ("how many t where has is h", "has", "h"),
+        ("list t whose located is l", "located", "l"),
+        ("list t where in is i", "in", "i"),
+        ("how many the is y", "the", "y"),
+    ],
+)
+def test_columns_named_like_filler_words_can_be_filtered(
+    backend: type[BaseStructuredConnector], question: str, column: str, value: str
+) -> None:
+    result = ask(backend, question, **LEAD_WORD_TABLE)
+    assert result["params"] == [value] and f'WHERE "{column}" = ?' in result["sql"]
+    assert result["rows"] in ([LEAD_WORD_TABLE["rows"][0]], [{"count": 1}])
+
+
+def test_filler_words_still_lead_into_filters() -> None:
+    assert names(ask(RuleBasedSql, "list employees who work in Berlin")) == ["Ada", "Cem", "Eli"]
+    assert ask(RuleBasedSql, "list t who work in Berlin", **LEAD_WORD_TABLE)["params"] == ["Berlin"]
+    assert ask(AggregateSql, "maximum the", **LEAD_WORD_TABLE)["rows"] == [{"max_the": "y"}]

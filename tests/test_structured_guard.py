@@ -10,7 +10,8 @@ import pytest
 
 from rag_integration.core.errors import DeadlineExceededError, InvalidOptionError, SqlSafetyError
 from rag_integration.core.options import OptionReader
-from rag_integration.feature_groups.connectors.structured import RuleBasedSql, TableSpec, guard_sql
+from rag_integration.feature_groups.connectors.structured import RuleBasedSql, TableSpec, guard, guard_sql
+from rag_integration.feature_groups.connectors.structured.guard import MAX_NESTING
 from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
 from rag_integration.testing.runner import run_feature
 from rag_integration.testing.structured import COLUMNS, EMPLOYEES, HOSTILE_SQL, TABLE, sandbox_snapshot
@@ -173,3 +174,25 @@ def test_time_limit_option_reaches_the_sandbox() -> None:
     }
     with pytest.raises(DeadlineExceededError):
         run_feature("structured_rows", request, {RuleBasedSql})
+
+
+def test_deep_nesting_is_refused_before_parsing() -> None:
+    """The reviewer's repro: 50 nested parentheses once escaped as a bare RecursionError."""
+    with pytest.raises(SqlSafetyError, match="nested deeper than"):
+        guard_sql("SELECT * FROM t WHERE " + "(" * 50 + "name = ?" + ")" * 50, "t", ["name"])
+    nested = "SELECT * FROM t WHERE " + "(" * MAX_NESTING + "name = ?" + ")" * MAX_NESTING
+    assert guard_sql(nested, "t", ["name"]).count("(") == MAX_NESTING
+
+
+def test_parser_recursion_is_a_safety_error_even_past_the_token_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(guard, "MAX_NESTING", 10**6)
+    for sql in ("SELECT * FROM t WHERE " + "(" * 2000 + "name = ?" + ")" * 2000, "SELECT " + "abs(" * 2000 + "name"):
+        with pytest.raises(SqlSafetyError, match="nested too deeply"):
+            guard_sql(sql, "t", ["name"])
+
+
+def test_aliases_may_be_longer_than_names_but_stay_plain_identifiers() -> None:
+    assert guard_sql(f"SELECT avg(salary) AS {'a' * 128} FROM employees", TABLE, COLUMNS).endswith('FROM "employees"')
+    for alias in ("a" * 129, '"x y"', '"n\u0430me"'):
+        with pytest.raises(SqlSafetyError, match="identifier"):
+            guard_sql(f"SELECT avg(salary) AS {alias} FROM employees", TABLE, COLUMNS)

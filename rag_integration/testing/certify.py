@@ -55,7 +55,8 @@ def adapter_for(cls: type[SelectorFeatureGroup], extra_options: Mapping[str, Any
     options = dict(adapter.pop("backend_options", {}))
     options.update(extra_options)
     if adapter.pop("needs_tiny_flashrank_model", False) and "flashrank_model_dir" not in options:
-        from rag_integration.testing.rerank import KIT_TEXTS, build_tiny_flashrank_model
+        from rag_integration.testing.rerank import KIT_TEXTS
+        from rag_integration.testing.tiny_flashrank import build_tiny_flashrank_model
 
         folder = Path(tempfile.mkdtemp(prefix="certify-flashrank-"))
         build_tiny_flashrank_model(folder, KIT_TEXTS)

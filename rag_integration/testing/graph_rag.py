@@ -138,15 +138,12 @@ class GraphRagContractTests:
         query = "Who discovered Polonium?"
         inline = self.one(query_text=query, nodes=graph["nodes"], edges=graph["edges"])
         groups: set[type[FeatureGroup]] = {self.connector_class(), TriplesKnowledgeGraph}
-        by_name = run_feature(
-            self.feature_name,
-            self.request(query_text=query, graph_source="knowledge_graph", **kg_options),
-            groups,
-            in_group=True,
-        )
+        by_name_request = self.request(query_text=query, graph_source="knowledge_graph", **kg_options)
+        by_name_in_group = run_feature(self.feature_name, by_name_request, groups, in_group=True)
+        by_name_in_context = run_feature(self.feature_name, by_name_request, groups)
         kg_feature = Feature("knowledge_graph", options=Options(context=kg_options))
         by_feature = run_feature(self.feature_name, self.request(query_text=query, graph_source=kg_feature), groups)
-        assert by_name == by_feature == [inline]
+        assert by_name_in_group == by_name_in_context == by_feature == [inline]
         ranked = [passage["doc_id"] for passage in inline]
         assert set(ranked[:2]) == {"Polonium", "Marie Curie"}
         assert "Lava" not in ranked and "Basalt" not in ranked
@@ -214,11 +211,59 @@ class GraphRagContractTests:
         with pytest.raises(error, match=option_name):
             self.rank(**options)
 
-    @pytest.mark.parametrize("weight", [0, -1.0, True, "2", float("nan"), float("inf"), None.__class__])
+    @pytest.mark.parametrize(
+        "weight",
+        [
+            0,
+            -1.0,
+            True,
+            "2",
+            float("nan"),
+            float("inf"),
+            None.__class__,
+            5e-324,
+            1e-310,
+            pytest.param(10**400, id="10**400"),
+        ],
+    )
     def test_bad_weight_is_a_typed_error(self, weight: Any) -> None:
-        edges = [{"source": "curie", "target": "warsaw", "weight": weight}]
-        with pytest.raises(InvalidOptionError, match=r"edges\[0\].weight"):
+        edges = [["curie", "polonium"], {"source": "curie", "target": "warsaw", "weight": weight}]
+        with pytest.raises(InvalidOptionError, match=r"edges\[1\].weight"):
             self.rank(query_text="Nobel", nodes=NODES, edges=edges)
+
+    @pytest.mark.parametrize(
+        "edges",
+        [
+            [
+                {"source": "curie", "target": "warsaw", "weight": 1e308},
+                {"source": "warsaw", "target": "curie", "weight": 1e308},
+            ],
+            [
+                {"source": "curie", "target": "warsaw", "weight": 1e308},
+                {"source": "polonium", "target": "curie", "weight": 1e308},
+            ],
+        ],
+        ids=["one pair listed twice", "two edges at one node"],
+    )
+    def test_weights_adding_up_past_the_float_range_are_refused(self, edges: list[Any]) -> None:
+        with pytest.raises(InvalidOptionError, match=r"option 'edges'.*'curie' add up past"):
+            self.rank(query_text="Nobel", nodes=NODES, edges=edges)
+
+    @pytest.mark.parametrize("scale", [4e307, 1e-300])
+    def test_only_relative_weights_matter_even_at_the_ends_of_the_float_range(self, scale: float) -> None:
+        def scaled(edge: Any) -> dict[str, Any]:
+            source, target, weight = (
+                (edge["source"], edge["target"], edge["weight"]) if isinstance(edge, dict) else (*edge, 1.0)
+            )
+            return {"source": source, "target": target, "weight": weight * scale}
+
+        queries = ["Nobel Prize", "Who won the Nobel Prize in Physics and Chemistry?", "lava rock"]
+        plain = self.rank(query_text=queries, nodes=NODES, edges=EDGES)
+        extreme = self.rank(query_text=queries, nodes=NODES, edges=[scaled(edge) for edge in EDGES])
+        assert [[p["doc_id"] for p in row] for row in extreme] == [[p["doc_id"] for p in row] for row in plain]
+        assert [[p["score"] for p in row] for row in extreme] == [
+            pytest.approx([p["score"] for p in row], rel=1e-9) for row in plain
+        ]
 
     def test_duplicate_node_ids_are_refused(self) -> None:
         nodes = [{"doc_id": "a", "text": "Nobel"}, {"doc_id": "a", "text": "Prize"}]

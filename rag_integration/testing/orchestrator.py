@@ -138,10 +138,11 @@ class OrchestratorContractTests:
         assert "oil" in row["answer"].lower()
 
     def test_expected_top_document_with_margin(self) -> None:
-        passages = self.one(query_text="engine oil filter for my car", corpus=CORPUS, top_k=3)["documents"]
-        assert passages[0]["doc_id"] == "engine"
-        if len(passages) > 1:
-            assert passages[0]["score"] > passages[1]["score"]
+        """The query also names the dog, so a runner-up exists and the margin over it is always checked."""
+        passages = self.one(query_text="oil for the car engine and the dog", corpus=CORPUS, top_k=3)["documents"]
+        assert len(passages) >= 2
+        assert [passage["doc_id"] for passage in passages[:2]] == ["engine", "dog"]
+        assert passages[0]["score"] > passages[1]["score"]
 
     def test_top_k_bounds(self) -> None:
         single = self.one(query_text="the cat and the dog", corpus=CORPUS, top_k=1)

@@ -8,11 +8,7 @@ Subclass ``StructuredContractTests`` in a test module and implement ``connector_
 from __future__ import annotations
 
 import datetime
-import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -21,7 +17,7 @@ import pytest
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError, SqlSafetyError
 from rag_integration.feature_groups.connectors.structured import BaseStructuredConnector, guard_sql
 from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
-from rag_integration.testing.runner import run_feature
+from rag_integration.testing.runner import run_feature, run_in_fresh_process
 
 TABLE = "employees"
 COLUMNS: list[Any] = [
@@ -152,12 +148,19 @@ HOSTILE_SQL: list[str] = [
     "SELECT * INTO backup FROM employees",
     "SELECT abs(?)",
     "SELECT count(*)",
+    "SELECT * FROM employees WHERE " + "(" * 50 + "name = ?" + ")" * 50,
+    "SELECT * FROM employees WHERE " + "(" * 17 + "name = ?" + ")" * 17,
+    "SELECT * FROM employees WHERE " + "NOT " * 300 + "name = ?",
+    "SELECT " + "abs(" * 200 + "salary" + ")" * 200 + " FROM employees",
+    "SELECT " + "CASE WHEN " * 40 + "name" + " THEN 1 END" * 40 + " FROM employees",
+    "SELECT " + "- " * 900 + "salary FROM employees",
     "",
     ";",
     "   ",
 ]
 """SQL the guard must refuse: stacked statements, comments, ATTACH/DETACH, PRAGMA and pragma functions, schema tables,
-CTE-wrapped DML, recursive and blob bombs, quoting, case and look-alike tricks, unbound values."""
+CTE-wrapped DML, recursive and blob bombs, quoting, case and look-alike tricks, unbound values, and nesting deep enough
+to exhaust a recursive parser."""
 
 
 def sandbox_snapshot(sandbox: SqliteSandbox) -> tuple[Any, ...]:
@@ -261,12 +264,6 @@ class StructuredContractTests:
         first = self.one(question=question)
         assert self.one(question=question) == first
         connector = self.connector_class()
-        script = (
-            "import json, sys\n"
-            "from rag_integration.testing.runner import run_feature\n"
-            f"from {connector.__module__} import {connector.__name__} as Connector\n"
-            "print(json.dumps(run_feature('structured_rows', json.loads(sys.argv[1]), {Connector})))\n"
-        )
         options = {
             "structured_backend": connector.BACKEND,
             "table_name": TABLE,
@@ -275,14 +272,7 @@ class StructuredContractTests:
             **self.backend_options(),
             "question": question,
         }
-        completed = subprocess.run(
-            [sys.executable, "-c", script, json.dumps(options)],
-            capture_output=True,
-            text=True,
-            env=dict(os.environ, PYTHONHASHSEED="4321"),
-            check=True,
-        )
-        assert json.loads(completed.stdout.strip().splitlines()[-1]) == [first]
+        assert run_in_fresh_process(self.feature_name, options, connector) == [first]
 
     def test_options_in_group_work_too(self) -> None:
         connector = self.connector_class()
@@ -312,12 +302,19 @@ class StructuredContractTests:
         assert "understands" in str(caught.value)
 
     def test_sql_injection_in_the_question_is_refused_or_bound(self) -> None:
+        hostile = "Robert'); DROP TABLE employees; --"
+        rows = [*EMPLOYEES, dict(EMPLOYEES[0], name=hostile)]
+        bound = self.one(question=f'how many employees where name is "{hostile}"', rows=rows)
+        assert bound["params"] == [hostile] and bound["rows"] == [{"count": 1}]
+        assert "DROP" not in bound["sql"].upper() and guard_sql(bound["sql"], TABLE, COLUMNS) == bound["sql"]
         for question in ("list employees; DROP TABLE employees", "list employees where name is 'a' OR 1=1 --'"):
             try:
                 result = self.one(question=question)
             except (InvalidOptionError, SqlSafetyError):
                 continue
             assert "DROP" not in result["sql"].upper() and "1=1" not in result["sql"]
+            assert guard_sql(result["sql"], TABLE, COLUMNS) == result["sql"]
+        assert self.one(question="how many employees")["rows"] == [{"count": len(EMPLOYEES)}]
 
     @pytest.mark.parametrize(
         ("options", "error", "option_name"),

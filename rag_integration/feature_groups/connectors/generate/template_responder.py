@@ -6,11 +6,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from rag_integration.core.documents import Document
+from rag_integration.core.grounding import QuotableSentence
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.connectors.generate.base import (
     Answer,
     BaseGenerateConnector,
-    Sentence,
     compose,
     scored_sentences,
 )
@@ -28,7 +28,7 @@ class TemplateResponder(BaseGenerateConnector):
 
     @classmethod
     def respond(cls, query: str, passages: Sequence[Document], settings: Mapping[str, Any]) -> Answer:
-        picks: list[Sentence] = []
+        picks: list[QuotableSentence] = []
         seen: set[str] = set()
         for sentence in scored_sentences(query, passages):
             if sentence.score <= 0.0 or len(picks) == settings["max_sentences"]:

@@ -5,7 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from rag_integration.feature_groups.connectors.graph_rag.base import BaseGraphRagConnector, Graph
+from rag_integration.feature_groups.connectors.graph_rag.base import (
+    BaseGraphRagConnector,
+    Graph,
+    spreading_activation,
+)
 
 
 class AdjacencyGraphRag(BaseGraphRagConnector):
@@ -15,15 +19,5 @@ class AdjacencyGraphRag(BaseGraphRagConnector):
 
     @classmethod
     def score_nodes(cls, graph: Graph, seeds: list[float], settings: Mapping[str, Any]) -> Sequence[float]:
-        neighbours = graph.neighbours()
-        strength = [sum(weights.values()) for weights in neighbours]
-        total, wave = list(seeds), list(seeds)
-        for _ in range(settings["hops"]):
-            received = [0.0] * len(wave)
-            for node, activation in enumerate(wave):
-                if activation > 0.0:
-                    for neighbour, weight in neighbours[node].items():
-                        received[neighbour] += settings["damping"] * activation * weight / strength[node]
-            wave = received
-            total = [score + extra for score, extra in zip(total, received)]
-        return total
+        adjacency = graph.neighbours()
+        return spreading_activation(seeds, lambda node: adjacency[node].items(), settings["hops"], settings["damping"])

@@ -1,16 +1,18 @@
 """The graph_rag contract: nodes are documents, edges are undirected and weighted; the query seeds the nodes it
 matches (BM25 over the node texts) and the graph carries that relevance to their neighbours. Backends fill one
-hook, ``score_nodes``; the base validates the graph, seeds it and ranks the result."""
+hook, ``score_nodes``; the base validates the graph, seeds it, owns the spreading-activation rule and ranks the
+result."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rag_integration.core.documents import Document, read_documents
-from rag_integration.core.errors import InvalidOptionError, MissingOptionError, RankingContractError
+from rag_integration.core.errors import InvalidOptionError, MissingOptionError, RankingContractError, short_repr
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.lexical import lexical_scores
 from rag_integration.core.options import OptionReader
@@ -19,6 +21,11 @@ from rag_integration.core.queries import query_rows
 
 EDGE_SHAPE = "an edge: a [source, target] pair or a {'source', 'target', 'weight'} dict"
 SCORE_DECIMALS = 12  # rounding scores keeps floating-point summation order from reordering equal scores
+# The smallest normal float: below it, 1 / weight overflows and networkx's PageRank cannot normalise the edges.
+MIN_WEIGHT = sys.float_info.min
+WEIGHT_RANGE = f"a finite number >= {MIN_WEIGHT!r} (the smallest normal float)"
+
+WeightedNeighbours = Callable[[int], Iterable[tuple[int, float]]]
 
 
 @dataclass(frozen=True)
@@ -70,8 +77,11 @@ class BaseGraphRagConnector(SelectorFeatureGroup):
         if not any(seed > 0.0 for seed in seeds):
             return []
         scores = [float(score) for score in cls.score_nodes(graph, seeds, settings)]
-        if len(scores) != len(graph.nodes) or not all(math.isfinite(score) for score in scores):
+        if len(scores) != len(graph.nodes):
             raise RankingContractError(f"{cls.__name__} returned {len(scores)} scores for {len(graph.nodes)} nodes")
+        broken = [graph.nodes[position].doc_id for position, score in enumerate(scores) if not math.isfinite(score)]
+        if broken:
+            raise RankingContractError(f"{cls.__name__} returned a non-finite score for node(s) {short_repr(broken)}")
         hits = [(position, round(score, SCORE_DECIMALS)) for position, score in enumerate(scores)]
         return rank_hits(hits, graph.nodes, top_k, return_metadata=return_metadata)
 
@@ -89,6 +99,32 @@ class BaseGraphRagConnector(SelectorFeatureGroup):
         raise NotImplementedError
 
 
+def spreading_activation(
+    seeds: Sequence[float], neighbours: WeightedNeighbours, hops: int, damping: float
+) -> list[float]:
+    """The canonical ranking, written once for every backend: ``neighbours(node)`` yields ``(neighbour, weight)``.
+
+    For ``hops`` steps every active node passes ``damping`` of its activation on, each neighbour receiving the
+    share ``weight / the node's total edge weight``; a node scores its seed plus all the activation it received.
+    Totals are exact sums (``math.fsum``), so the order a graph library lists neighbours in cannot change them.
+    """
+    shares = []
+    for node in range(len(seeds)):
+        weighted = list(neighbours(node))
+        strength = math.fsum(weight for _, weight in weighted)
+        shares.append([(neighbour, weight / strength) for neighbour, weight in weighted])
+    total, wave = list(seeds), list(seeds)
+    for _ in range(hops):
+        received = [0.0] * len(seeds)
+        for node, activation in enumerate(wave):
+            if activation > 0.0:
+                for neighbour, share in shares[node]:
+                    received[neighbour] += damping * activation * share
+        wave = received
+        total = [score + extra for score, extra in zip(total, received)]
+    return total
+
+
 def read_graph(raw: Any, prefix: str) -> Graph:
     """A graph dict ``{"nodes": [...], "edges": [...]}``; option names in errors start with ``prefix``."""
     where = f"{prefix}." if prefix else ""
@@ -101,18 +137,40 @@ def read_graph(raw: Any, prefix: str) -> Graph:
 
 
 def read_edges(raw: Any, option: str, nodes: Sequence[Document]) -> tuple[tuple[int, int, float], ...]:
-    """Edges are undirected; the same pair listed twice (either way round) adds up its weights."""
+    """Edges are undirected; the same pair listed twice (either way round) adds up its weights.
+
+    Every node's total edge weight must stay a finite float (which bounds every merged pair too): past it the
+    share ``weight / total`` that spreading activation and PageRank pass along would be lost to overflow.
+    """
     if raw is None:
         return ()
     if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, (list, tuple)):
         raise InvalidOptionError(option, raw, "a list of edges ([source, target] pairs or dicts)")
     position_of = {node.doc_id: position for position, node in enumerate(nodes)}
-    merged: dict[tuple[int, int], float] = {}
+    listed: dict[tuple[int, int], list[float]] = {}
+    weights_at: list[list[float]] = [[] for _ in nodes]
     for index, item in enumerate(raw):
         first, second, weight = _read_edge(item, f"{option}[{index}]", position_of)
-        pair = (min(first, second), max(first, second))
-        merged[pair] = merged.get(pair, 0.0) + weight
-    return tuple((first, second, weight) for (first, second), weight in merged.items())
+        listed.setdefault((min(first, second), max(first, second)), []).append(weight)
+        weights_at[first].append(weight)
+        weights_at[second].append(weight)
+    for position, weights in enumerate(weights_at):
+        if not _finite_total(weights):
+            raise InvalidOptionError(
+                option,
+                weights,
+                f"edge weights that add up to a finite float at every node (a pair listed twice adds up too); "
+                f"the weights at node {nodes[position].doc_id!r} add up past {sys.float_info.max!r}",
+            )
+    return tuple((first, second, math.fsum(weights)) for (first, second), weights in listed.items())
+
+
+def _finite_total(weights: list[float]) -> bool:
+    """Whether the exact sum of ``weights`` (``math.fsum``, which raises rather than overflow) is a finite float."""
+    try:
+        return math.isfinite(math.fsum(weights))
+    except OverflowError:
+        return False
 
 
 def _read_edge(item: Any, where: str, position_of: Mapping[str, int]) -> tuple[int, int, float]:
@@ -133,6 +191,16 @@ def _read_edge(item: Any, where: str, position_of: Mapping[str, int]) -> tuple[i
         positions.append(position_of[str(end)])
     if positions[0] == positions[1]:
         raise InvalidOptionError(where, item, "an edge between two different nodes (self-loops are not allowed)")
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight <= 0:
-        raise InvalidOptionError(f"{where}.weight", weight, "a finite number > 0")
-    return positions[0], positions[1], float(weight)
+    return positions[0], positions[1], _read_weight(weight, f"{where}.weight")
+
+
+def _read_weight(weight: Any, option: str) -> float:
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+        raise InvalidOptionError(option, weight, WEIGHT_RANGE)
+    try:
+        value = float(weight)
+    except OverflowError:  # an int beyond the float range
+        raise InvalidOptionError(option, weight, WEIGHT_RANGE) from None
+    if not math.isfinite(value) or value < MIN_WEIGHT:
+        raise InvalidOptionError(option, weight, WEIGHT_RANGE)
+    return value

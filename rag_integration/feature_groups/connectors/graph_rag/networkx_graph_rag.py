@@ -6,9 +6,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from rag_integration.core.errors import RankingContractError
 from rag_integration.core.extras import require_module
 from rag_integration.core.options import OptionReader
-from rag_integration.feature_groups.connectors.graph_rag.base import BaseGraphRagConnector, Graph
+from rag_integration.feature_groups.connectors.graph_rag.base import BaseGraphRagConnector, Graph, spreading_activation
 
 PAGERANK_TOLERANCE = 1e-13
 
@@ -35,17 +36,11 @@ class NetworkxGraphRag(BaseGraphRagConnector):
         network.add_weighted_edges_from(graph.edges)
         if settings["scoring"] == "personalized_pagerank":
             return _personalized_pagerank(nx, network, seeds, settings["alpha"])
-        strength = dict(network.degree(weight="weight"))
-        total, wave = list(seeds), list(seeds)
-        for _ in range(settings["hops"]):
-            received = [0.0] * len(wave)
-            for node in network:
-                if wave[node] > 0.0:
-                    for neighbour, edge in network.adj[node].items():
-                        received[neighbour] += settings["damping"] * wave[node] * edge["weight"] / strength[node]
-            wave = received
-            total = [score + extra for score, extra in zip(total, received)]
-        return total
+
+        def weighted_neighbours(node: int) -> Any:
+            return ((neighbour, weight) for _, neighbour, weight in network.edges(node, data="weight"))
+
+        return spreading_activation(seeds, weighted_neighbours, settings["hops"], settings["damping"])
 
 
 def _personalized_pagerank(nx: Any, network: Any, seeds: list[float], alpha: float) -> list[float]:
@@ -54,13 +49,19 @@ def _personalized_pagerank(nx: Any, network: Any, seeds: list[float], alpha: flo
     personalization = {node: seed for node, seed in enumerate(seeds) if seed > 0.0}
     # The error after k steps shrinks like alpha**k: iterate until it is far below the rounding of scores.
     iterations = math.ceil(math.log(PAGERANK_TOLERANCE) / math.log(alpha)) + 50
-    ranks = nx.pagerank(
-        network,
-        alpha=alpha,
-        personalization=personalization,
-        nstart=personalization,
-        weight="weight",
-        tol=PAGERANK_TOLERANCE,
-        max_iter=iterations,
-    )
+    try:
+        ranks = nx.pagerank(
+            network,
+            alpha=alpha,
+            personalization=personalization,
+            nstart=personalization,
+            weight="weight",
+            tol=PAGERANK_TOLERANCE,
+            max_iter=iterations,
+        )
+    except nx.PowerIterationFailedConvergence as error:
+        raise RankingContractError(
+            f"networkx's personalized PageRank did not converge within {iterations} iterations "
+            f"(pagerank_alpha={alpha}): expected edge weights whose ratios a power iteration can resolve"
+        ) from error
     return [float(ranks.get(node, 0.0)) for node in range(len(seeds))]

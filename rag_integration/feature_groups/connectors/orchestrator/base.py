@@ -1,7 +1,8 @@
 """The orchestrator contract: a whole RAG engine answers each query, and this base proves the answer is grounded.
 
 A backend only runs its engine and reports what the engine said (``EngineAnswer``); the base reads the options,
-checks every reported document against the supplied corpus, ranks and cuts them, and checks the answer text.
+checks every reported document against the supplied corpus, ranks and cuts them (``core.passages.rank_hits``), and
+checks the answer text is quoted from the documents it returns (``core.grounding``).
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from rag_integration.core.errors import (
     short_repr,
 )
 from rag_integration.core.feature_group import SelectorFeatureGroup
-from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
+from rag_integration.core.grounding import check_quoted_answer, is_quoted
+from rag_integration.core.index_cache import INDEX_CACHE, IndexKey, configure_index_cache
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import passage_row
+from rag_integration.core.passages import rank_hits
 from rag_integration.core.queries import read_corpus, read_queries
-from rag_integration.core.sentences import split_sentences
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
         request = OrchestratorRequest.read(reader, data)
         settings = cls.read_settings(reader)
-        INDEX_CACHE.resize(reader.integer("index_cache_size", default=INDEX_CACHE.capacity, minimum=0))
+        configure_index_cache(reader)
         return {cls.FEATURE_NAME: cls.orchestrated_rows(request, settings)}
 
     @classmethod
@@ -84,8 +85,10 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
             raise RankingContractError(
                 f"backend '{cls.BACKEND}' answered {len(answers)} of {len(request.queries)} queries: expected one each"
             )
-        by_id = {document.doc_id: document for document in request.documents}
-        return [ground_answer(answer, by_id, request.top_k, str(cls.BACKEND)) for answer in answers]
+        position_of = {document.doc_id: position for position, document in enumerate(request.documents)}
+        return [
+            ground_answer(answer, request.documents, position_of, request.top_k, str(cls.BACKEND)) for answer in answers
+        ]
 
     @classmethod
     def cached_engine(cls, documents: Sequence[Document], settings: Mapping[str, Any]) -> Any:
@@ -108,18 +111,23 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
         raise NotImplementedError
 
 
-def ground_answer(answer: EngineAnswer, by_id: Mapping[str, Document], top_k: int, backend: str) -> dict[str, Any]:
-    """Check every hit against the corpus, keep each document once, rank (ties by doc_id), cut, check the answer."""
-    best: dict[str, float] = {}
+def ground_answer(
+    answer: EngineAnswer, documents: Sequence[Document], position_of: Mapping[str, int], top_k: int, backend: str
+) -> dict[str, Any]:
+    """Check every hit against the corpus (``position_of`` maps doc_id to position in ``documents``), keep each
+    document once, rank and cut by the shared rule (ties by doc_id), and check the answer is quoted from the kept
+    documents by the shared grounding rule."""
+    hits = []
     previous = math.inf
-    for position, hit in enumerate(answer.hits, start=1):
-        document = by_id.get(hit.doc_id)
-        if document is None:
+    for number, hit in enumerate(answer.hits, start=1):
+        position = position_of.get(hit.doc_id)
+        if position is None:
             raise GroundingError(
-                f"backend '{backend}' returned doc_id {short_repr(hit.doc_id)} as result {position}, "
+                f"backend '{backend}' returned doc_id {short_repr(hit.doc_id)} as result {number}, "
                 "which is not in the corpus: expected only documents of the supplied corpus"
             )
-        if not _is_part_of(hit.text, document.text):
+        document = documents[position]
+        if hit.text != document.text and not is_quoted(hit.text, document.text):
             raise GroundingError(
                 f"backend '{backend}' returned text {short_repr(hit.text)} for doc_id {short_repr(hit.doc_id)}, "
                 "which is not in that document: expected the corpus text of the document or a verbatim part of it"
@@ -127,39 +135,11 @@ def ground_answer(answer: EngineAnswer, by_id: Mapping[str, Document], top_k: in
         score = float(hit.score)
         if not math.isfinite(score) or score > previous:
             raise RankingContractError(
-                f"backend '{backend}' scored result {position} {score} after {previous}: "
+                f"backend '{backend}' scored result {number} {score} after {previous}: "
                 "expected finite scores that never increase down the engine's ranking"
             )
         previous = score
-        best.setdefault(hit.doc_id, score)
-    ordered = sorted(best.items(), key=lambda item: (-item[1], item[0]))[:top_k]
-    documents = [passage_row(by_id[doc_id], score, rank) for rank, (doc_id, score) in enumerate(ordered, start=1)]
-    _check_answer_text(answer.answer, documents, backend)
-    return {"answer": answer.answer, "documents": documents}
-
-
-def normalise_space(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _is_part_of(piece: str, text: str) -> bool:
-    piece, text = normalise_space(piece), normalise_space(text)
-    return piece == text or (bool(piece) and piece in text)
-
-
-def _check_answer_text(answer: str, documents: Sequence[Mapping[str, Any]], backend: str) -> None:
-    """Every sentence of a non-empty answer must be quoted from one of the documents returned with it."""
-    if not answer.strip():
-        return
-    if not documents:
-        raise GroundingError(
-            f"backend '{backend}' answered {short_repr(answer)} but returned no document: "
-            "expected an empty answer when no document is returned"
-        )
-    texts = [normalise_space(document["text"]) for document in documents]
-    for sentence in split_sentences(answer):
-        if not any(normalise_space(sentence) in text for text in texts):
-            raise GroundingError(
-                f"backend '{backend}' answered with {short_repr(sentence)}, which is in none of the "
-                f"{len(documents)} returned documents: expected an answer quoted from the returned documents"
-            )
+        hits.append((position, score))
+    rows = rank_hits(hits, documents, top_k, positive_only=False)
+    check_quoted_answer(answer.answer, [documents[position_of[row["doc_id"]]] for row in rows], f"backend '{backend}'")
+    return {"answer": answer.answer, "documents": rows}

@@ -10,13 +10,12 @@ from typing import Any
 
 from haystack import Document, component
 
-from rag_integration.core.sentences import split_sentences
-from rag_integration.core.text import content_words
+from rag_integration.core.grounding import quotable_sentences
 
 
 @component
 class BestSentenceQuoter:
-    """Quotes verbatim the sentence of the retrieved documents that shares most content words with the query."""
+    """Quotes the sentence of the retrieved documents that best matches the query."""
 
     @component.output_types(answer=str, documents=list[Document])
     def run(self, query: str, documents: list[Document]) -> dict[str, Any]:
@@ -27,15 +26,8 @@ class BestSentenceQuoter:
 
 
 def best_sentence(query: str, texts: Sequence[str]) -> str:
-    """The sentence with most query words; higher-ranked documents and earlier sentences win ties.
-
-    When no sentence shares a content word (a query of stopwords only), the top document's first sentence is quoted.
-    """
-    wanted = set(content_words(query))
-    sentences = [sentence for text in texts for sentence in split_sentences(text)]
-    best, best_overlap = (sentences[0], 0) if sentences else ("", 0)
-    for sentence in sentences:
-        overlap = len(wanted.intersection(content_words(sentence)))
-        if overlap > best_overlap:
-            best, best_overlap = sentence, overlap
-    return best
+    """The best-scoring sentence by the rule generate uses too (``core.grounding.quotable_sentences``: BM25 overlap,
+    ties to the higher-ranked document, then the earlier sentence); ``""`` when no sentence shares a content word
+    with the query, rather than an unrelated quote."""
+    ranked = quotable_sentences(query, texts)
+    return ranked[0].text if ranked and ranked[0].score > 0.0 else ""

@@ -1,4 +1,7 @@
-"""R2R's retrieval/RAG API shape: answered from a recorded JSON fixture, or by a live R2R server over HTTP.
+"""R2R's retrieval/RAG API shape: answered by a live R2R server over HTTP, or replayed from a JSON fixture.
+
+Fixture mode (the default) is for offline demos and tests of R2R's response shape: it replays answers recorded
+for exact queries and refuses any other query with ``InvalidOptionError``; ``r2r_base_url`` asks a real server.
 
 Each query is one ``POST /v3/retrieval/rag``; the response's ``results.generated_answer`` and
 ``results.search_results.chunk_search_results`` become the answer and the engine's hits. A chunk names its corpus
@@ -7,10 +10,10 @@ document through ``metadata[r2r_doc_id_field]`` (set when the corpus was ingeste
 
 from __future__ import annotations
 
-import os
 import re
 import urllib.parse
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, RemoteServiceError, short_repr
@@ -24,6 +27,8 @@ from rag_integration.feature_groups.connectors.orchestrator.base import (
 from rag_integration.feature_groups.connectors.orchestrator.r2r_transport import load_fixture, post_json
 
 RAG_PATH = "/v3/retrieval/rag"
+DEFAULT_TIMEOUT = 30.0
+MAX_TIMEOUT = 3600.0  # an hour bounds one RAG call and keeps every socket timeout a finite, representable number
 R2R_MAX_LIMIT = 1000  # R2R refuses a search_settings.limit above this
 # R2R marks citations as [1] or with a short chunk id such as [e41ac2d]; the markers are not part of the quote.
 CITATION_MARKER = re.compile(r"\s*\[(?:\d{1,3}|[0-9a-f]{7,8})(?:\s*,\s*(?:\d{1,3}|[0-9a-f]{7,8}))*\]")
@@ -39,13 +44,16 @@ class R2RFixtureOrchestrator(BaseOrchestratorConnector):
     @classmethod
     def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
         base_url = _read_base_url(reader)
-        fixture = _read_path(reader, "r2r_fixture")
+        fixture = reader.path("r2r_fixture", default=None)
         if base_url is not None and fixture is not None:
-            raise InvalidOptionError("r2r_fixture", fixture, "either r2r_fixture or r2r_base_url, not both")
+            raise InvalidOptionError("r2r_fixture", str(fixture), "either r2r_fixture or r2r_base_url, not both")
+        timeout = reader.number(
+            "r2r_timeout", default=DEFAULT_TIMEOUT, minimum=0.0, exclusive_minimum=True, maximum=MAX_TIMEOUT
+        )
         return {
             "base_url": base_url,
             "fixture": fixture,
-            "timeout": reader.number("r2r_timeout", default=30.0, minimum=0.0, exclusive_minimum=True),
+            "timeout": timeout,
             "doc_id_field": reader.string("r2r_doc_id_field", default="doc_id"),
         }
 
@@ -67,7 +75,9 @@ class R2RFixtureOrchestrator(BaseOrchestratorConnector):
                 raise InvalidOptionError(
                     "query_text",
                     missing[0],
-                    f"a query recorded in the R2R fixture, such as {short_repr(sorted(recorded))}",
+                    f"in fixture mode, one of the queries recorded in {_fixture_name(settings['fixture'])} "
+                    f"({short_repr(sorted(recorded))}); fixture mode only replays recorded answers, "
+                    "set r2r_base_url to ask a live R2R server anything",
                 )
             payloads = [recorded[query] for query in request.queries]
         return [read_rag_response(payload, settings["doc_id_field"], fail) for payload in payloads]
@@ -120,19 +130,14 @@ def _read_base_url(reader: OptionReader) -> str | None:
     return str(base_url)
 
 
-def _read_path(reader: OptionReader, key: str) -> str | None:
-    value = reader.raw(key)
-    if value is None:
-        return None
-    if isinstance(value, os.PathLike) or (isinstance(value, str) and value):
-        return os.fspath(value)
-    raise InvalidOptionError(key, value, "a file path (str or os.PathLike)")
-
-
 def _server_error(url: str) -> ShapeError:
     return lambda problem: RemoteServiceError("r2r_base_url", url, f"sent an R2R response whose {problem}")
 
 
-def _fixture_error(path: str | None) -> ShapeError:
-    shown = path if path is not None else "(the shipped fixture)"
+def _fixture_name(path: Path | None) -> str:
+    return str(path) if path is not None else "the shipped fixture"
+
+
+def _fixture_error(path: Path | None) -> ShapeError:
+    shown = _fixture_name(path)
     return lambda problem: InvalidOptionError("r2r_fixture", shown, f"R2R RAG responses, but one {problem}")

@@ -19,7 +19,8 @@ class BaseRerankConnector(SelectorFeatureGroup):
 
     Candidates are passages from retrieve or plain documents (``candidates``), or the rows of an upstream feature
     (``candidates_source``). Equal scores keep the candidates' input order, which for retrieved passages is their
-    retrieval rank (itself tie-broken by doc_id).
+    retrieval rank (itself tie-broken by doc_id): the one family whose ties are not ordered by doc_id directly,
+    because its input is already a ranking that a score without an opinion should not undo.
     """
 
     FAMILY: ClassVar[str] = "rerank"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -74,10 +73,8 @@ def _root_logging_untouched() -> Iterator[None]:
 
 def _model_folder(reader: OptionReader, model: str, config: Any) -> Path:
     """``flashrank_model_dir`` may be the folder holding ``<model>/`` (FlashRank's cache layout) or ``<model>/`` itself."""
-    raw = reader.raw("flashrank_model_dir")
-    if raw is not None and not (isinstance(raw, os.PathLike) or (isinstance(raw, str) and raw)):
-        raise InvalidOptionError("flashrank_model_dir", raw, "a folder path (str or os.PathLike)")
-    base = Path(config.default_cache_dir if raw is None else raw)
+    raw = reader.path("flashrank_model_dir", default=None)
+    base = Path(config.default_cache_dir) if raw is None else raw
     folder = base if base.name == model else base / model
     needed = (config.model_file_map[model], *TOKENIZER_FILES)
     missing = [name for name in needed if not (folder / name).is_file()]

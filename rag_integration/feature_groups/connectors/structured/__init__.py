@@ -2,10 +2,11 @@
 
 from rag_integration.feature_groups.connectors.structured.aggregate_sql import AggregateSql
 from rag_integration.feature_groups.connectors.structured.base import BaseStructuredConnector, guard_sql
+from rag_integration.feature_groups.connectors.structured.columns import ColumnSpec
 from rag_integration.feature_groups.connectors.structured.plan import Condition, OrderKey, Output, QueryPlan
 from rag_integration.feature_groups.connectors.structured.question import Question
 from rag_integration.feature_groups.connectors.structured.rule_based_sql import RuleBasedSql
-from rag_integration.feature_groups.connectors.structured.table import ColumnSpec, TableSpec
+from rag_integration.feature_groups.connectors.structured.table import TableSpec
 
 __all__ = [
     "AggregateSql",

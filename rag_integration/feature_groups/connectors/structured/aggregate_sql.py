@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rag_integration.feature_groups.connectors.structured.base import BaseStructuredConnector
+from rag_integration.feature_groups.connectors.structured.clauses import read_group
+from rag_integration.feature_groups.connectors.structured.filters import read_conditions
 from rag_integration.feature_groups.connectors.structured.plan import Condition, OrderKey, Output, QueryPlan
 from rag_integration.feature_groups.connectors.structured.question import Question
 from rag_integration.feature_groups.connectors.structured.rule_based_sql import ROW_INTENTS, count_plan, list_plan
@@ -58,20 +60,19 @@ def aggregate_plan(question: Question) -> QueryPlan | None:
     if function is None:
         question.position = start
         return None
-    question.skip({"of", "the"})
-    column = question.require_column(function)
+    column = question.require_column(function, filler={"of", "the"})
     if function in ("avg", "sum") and not column.numeric:
         question.fail(f"'{function}' needs a number column, but '{column.name}' is {column.type}")
     where: tuple[tuple[Condition, ...], ...] = ()
-    group = question.read_group()
+    group = read_group(question)
     if group is None:
         question.skip({"of", "for", "among", "across"})
         question.skip_table_words()
-        where = question.read_conditions()
-        group = question.read_group()
-    where = where or question.read_conditions()
+        where = read_conditions(question)
+        group = read_group(question)
+    where = where or read_conditions(question)
     question.finish()
-    value = Output(f"{function}_{column.name}", column.name, function)
+    value = Output(question.table.free_label(f"{function}_{column.name}"), column.name, function)
     if group is None:
         return QueryPlan(outputs=(value,), where=where)
     key = Output(group.name, group.name)

@@ -10,13 +10,24 @@ from __future__ import annotations
 from typing import Any
 
 import sqlglot
-from sqlglot import exp
+from sqlglot import Token, TokenType, exp
 from sqlglot.errors import SqlglotError
 
 from rag_integration.core.errors import SqlSafetyError, short_repr
-from rag_integration.feature_groups.connectors.structured.table import IDENTIFIER, read_columns, read_identifier
+from rag_integration.feature_groups.connectors.structured.columns import (
+    IDENTIFIER,
+    LABEL,
+    read_columns,
+    read_identifier,
+)
 
 MAX_SQL_LENGTH = 20_000
+MAX_NESTING = 16
+"""Deepest nesting (parentheses, CASE, runs of NOT or signs) the guard parses; sqlglot's parser and generator
+recurse once per level, so deeper SQL is refused from the token stream before it can exhaust Python's stack."""
+OPENERS = frozenset({TokenType.L_PAREN, TokenType.CASE})
+CLOSERS = frozenset({TokenType.R_PAREN, TokenType.END})
+PREFIX_OPERATORS = frozenset({TokenType.NOT, TokenType.DASH, TokenType.PLUS, TokenType.TILDE})
 
 ALLOWED_FUNCTIONS: dict[type[exp.Expr], str] = {
     exp.Count: "count",
@@ -86,8 +97,8 @@ def guard_sql(sql: str, table_name: str, columns: Any) -> str:
         reason = _refusal(node, table, allowed_columns)
         if reason:
             raise SqlSafetyError(f"guard refused SQL {short_repr(sql)}: {reason}")
-    regenerated = statement.sql(dialect="sqlite", identify=True)
-    if _single_select(regenerated).sql(dialect="sqlite", identify=True) != regenerated:
+    regenerated = _regenerate(statement, sql)
+    if _regenerate(_single_select(regenerated), sql) != regenerated:
         raise SqlSafetyError(f"guard refused SQL {short_repr(sql)}: it does not survive a parse round trip")
     return regenerated
 
@@ -98,17 +109,41 @@ def _single_select(sql: str) -> exp.Select:
         raise SqlSafetyError(f"{refused}: longer than {MAX_SQL_LENGTH} characters")
     try:
         tokens = sqlglot.tokenize(sql, read="sqlite")
+    except SqlglotError as error:
+        raise SqlSafetyError(f"{refused}: sqlglot cannot read it ({str(error)[:120]})") from error
+    if any(token.comments for token in tokens):
+        raise SqlSafetyError(f"{refused}: comments are not allowed")
+    if _nesting(tokens) > MAX_NESTING:
+        raise SqlSafetyError(f"{refused}: nested deeper than {MAX_NESTING} levels")
+    try:
         statements = [statement for statement in sqlglot.parse(sql, read="sqlite") if statement is not None]
     except SqlglotError as error:
         raise SqlSafetyError(f"{refused}: sqlglot cannot parse it ({str(error)[:120]})") from error
-    if any(token.comments for token in tokens):
-        raise SqlSafetyError(f"{refused}: comments are not allowed")
+    except RecursionError:
+        raise SqlSafetyError(f"{refused}: nested too deeply for the parser") from None
     if len(statements) != 1:
         raise SqlSafetyError(f"{refused}: expected exactly one statement, found {len(statements)}")
     statement = statements[0]
     if not isinstance(statement, exp.Select):
         raise SqlSafetyError(f"{refused}: expected a SELECT, found {type(statement).__name__.upper()}")
     return statement
+
+
+def _nesting(tokens: list[Token]) -> int:
+    """How deep the SQL nests: open parentheses and CASEs, plus the run of prefix operators (NOT NOT ...) at hand."""
+    depth = deepest = run = 0
+    for token in tokens:
+        depth += (token.token_type in OPENERS) - (token.token_type in CLOSERS)
+        run = run + 1 if token.token_type in PREFIX_OPERATORS else 0
+        deepest = max(deepest, depth + run)
+    return deepest
+
+
+def _regenerate(statement: exp.Select, sql: str) -> str:
+    try:
+        return statement.sql(dialect="sqlite", identify=True)
+    except RecursionError:
+        raise SqlSafetyError(f"guard refused SQL {short_repr(sql)}: nested too deeply to regenerate") from None
 
 
 def _refusal(node: exp.Expr, table: str, columns: set[str]) -> str | None:
@@ -142,10 +177,10 @@ def _refusal(node: exp.Expr, table: str, columns: set[str]) -> str | None:
 
 
 def _identifier_allowed(node: exp.Identifier, table: str, columns: set[str]) -> bool:
+    if isinstance(node.parent, exp.Alias):
+        return node.parent.args.get("alias") is node and LABEL.fullmatch(node.name) is not None
     if not IDENTIFIER.fullmatch(node.name):
         return False
-    if isinstance(node.parent, exp.Alias):
-        return node.parent.args.get("alias") is node
     name = node.name.lower()
     return (isinstance(node.parent, exp.Table) and name == table) or (
         isinstance(node.parent, exp.Column) and name in columns | {table}

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rag_integration.feature_groups.connectors.structured.base import BaseStructuredConnector
+from rag_integration.feature_groups.connectors.structured.clauses import read_group, read_order, read_top
+from rag_integration.feature_groups.connectors.structured.columns import ColumnSpec
+from rag_integration.feature_groups.connectors.structured.filters import comparison_ahead, read_conditions
 from rag_integration.feature_groups.connectors.structured.plan import OrderKey, Output, QueryPlan
 from rag_integration.feature_groups.connectors.structured.question import Question
-from rag_integration.feature_groups.connectors.structured.table import ColumnSpec
 
 COUNT_WORDS = ("how many", "count", "count the", "number of", "the number of", "what is the number of")
 LIST_WORDS = ("list", "show", "show me", "find", "get", "give me", "display", "which", "what are", "return", "who")
@@ -42,12 +44,11 @@ def count_plan(question: Question, *, grouped: bool) -> QueryPlan | None:
     if not question.accept(*COUNT_WORDS):
         return None
     question.skip_table_words()
-    where = question.read_conditions()
-    group = question.read_group() if grouped else None
-    where = where or question.read_conditions()
+    where = read_conditions(question)
+    group = read_group(question) if grouped else None
+    where = where or read_conditions(question)
     question.finish()
-    label = "count" if question.table.column("count") is None else "row_count"
-    counted = Output(label, None, "count")
+    counted = Output(question.table.free_label("count", "row_count"), None, "count")
     if group is None:
         return QueryPlan(outputs=(counted,), where=where)
     key = Output(group.name, group.name)
@@ -60,13 +61,13 @@ def list_plan(question: Question) -> QueryPlan | None:
     if not question.accept(*LIST_WORDS) and not starts_with_top:
         return None
     question.skip({"the", "all", "me"})
-    top = question.read_top()
+    top = read_top(question)
     shown = () if top else _projection(question)
     question.skip_table_words()
-    top = top or question.read_top()
-    where = question.read_conditions()
-    order = question.read_order()
-    top = top or question.read_top()
+    top = top or read_top(question)
+    where = read_conditions(question)
+    order = read_order(question)
+    top = top or read_top(question)
     question.finish()
     if top and order:
         question.fail("use either 'top N by <column>' or 'ordered by <column>', not both")
@@ -80,14 +81,20 @@ def list_plan(question: Question) -> QueryPlan | None:
 
 
 def _projection(question: Question) -> tuple[ColumnSpec, ...]:
-    """Columns named right after the list word ("name and salary of ..."); none when a filter starts there."""
-    start = question.position
+    """Columns named right after the list word ("name and salary of ..."); none when a filter starts there.
+
+    A joiner with no column after it ("show name and") is left unread, so ``finish`` refuses the question.
+    """
+    start = before = question.position
     columns: list[ColumnSpec] = []
     while (column := question.read_column()) is not None:
         columns.append(column)
+        before = question.position
         if not question.accept(",", "and", ", and"):
             break
-    if not columns or question.comparison_ahead():
+    else:
+        question.position = before
+    if not columns or comparison_ahead(question):
         question.position = start
         return ()
     question.accept("of", "for", "from")

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from rag_integration.core.errors import DeadlineExceededError, SqlSafetyError, short_repr
+from rag_integration.feature_groups.connectors.structured.columns import SQLITE_TYPES
 from rag_integration.feature_groups.connectors.structured.guard import ALLOWED_FUNCTIONS
-from rag_integration.feature_groups.connectors.structured.table import SQLITE_TYPES, TableSpec
+from rag_integration.feature_groups.connectors.structured.table import TableSpec
 
 PROGRESS_STEPS = 1_000
 MAX_VALUE_BYTES = 1_000_000

@@ -1,0 +1,62 @@
+"""Splitting a question into tokens: quoted values, ISO dates, numbers, comparison signs, words and commas.
+
+Any other character (``;``, ``(``, ``*``, ``--``) outside quotes makes the question unreadable, so SQL punctuation
+can never slip through as part of a word.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NoReturn
+
+from rag_integration.feature_groups.connectors.structured.columns import is_utf8
+
+TOKEN = re.compile(
+    r"""(?P<quoted>"[^"\n]*"|'[^'\n]*')
+    |(?P<date>\d{4}-\d{2}-\d{2})(?![\w-])
+    |(?P<number>-?\d+(?:\.\d+)?)(?![\w.])
+    |(?P<op>>=|<=|!=|<>|==|=|>|<)
+    |(?P<word>\w+(?:['\u2019.&-]\w+)*)
+    |(?P<comma>,)
+    |(?P<space>\s+)""",
+    re.VERBOSE,
+)
+MAX_QUESTION_LENGTH = 2_000
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str
+    text: str
+
+    @property
+    def key(self) -> str:
+        """What grammar words are matched against: lower-cased words, signs and commas; never a value's text."""
+        return self.text.lower() if self.kind in ("word", "op", "comma") else ""
+
+    @property
+    def value(self) -> str:
+        return self.text[1:-1] if self.kind == "quoted" else self.text
+
+
+def tokenize(text: str, fail: Callable[[str], NoReturn]) -> list[Token]:
+    """The tokens of ``text`` without its trailing ``?``, ``.`` or ``!``; ``fail(reason)`` when it cannot be read."""
+    if len(text) > MAX_QUESTION_LENGTH:
+        fail(f"at most {MAX_QUESTION_LENGTH} characters")
+    if not is_utf8(text):
+        fail("text that can be encoded as UTF-8")
+    body = text.strip().rstrip("?.! ")
+    tokens: list[Token] = []
+    position = 0
+    while position < len(body):
+        match = TOKEN.match(body, position)
+        if match is None or match.lastgroup is None:
+            fail(f'unexpected character {body[position]!r} at position {position}; quote values with "..."')
+        if match.lastgroup != "space":
+            tokens.append(Token(match.lastgroup, match.group(match.lastgroup)))
+        position = match.end()
+    if not tokens:
+        fail("the question is empty")
+    return tokens
