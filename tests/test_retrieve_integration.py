@@ -315,3 +315,14 @@ def test_blank_source_name_is_a_typed_error() -> None:
             {"retrieve_backend": "bm25s", "query_text": "x", "corpus_source": "  "},
             {Bm25sRetriever},
         )
+
+
+def test_a_plain_corpus_list_is_compacted_for_mloda_without_touching_the_callers_options() -> None:
+    from rag_integration import Corpus
+
+    context = {"retrieve_backend": "bm25s", "query_text": "engine oil", "corpus": list(CORPUS)}
+    options = Options(context=context)
+    rows = run([Feature("retrieved_passages", options=options)], Bm25sRetriever)[0]["retrieved_passages"]
+    assert rows[0][0]["doc_id"] == "engine"
+    assert type(options.context["corpus"]) is list and not isinstance(options.context["corpus"], Corpus)
+    assert context["corpus"] == CORPUS

@@ -8,7 +8,8 @@ from typing import Any, ClassVar
 from mloda.provider import FeatureGroup, FeatureSet
 from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 
-from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.documents import Corpus
+from rag_integration.core.errors import ConnectorError, InvalidOptionError
 from rag_integration.core.extras import modules_installed
 from rag_integration.core.options import OptionReader
 
@@ -26,6 +27,8 @@ class SelectorFeatureGroup(FeatureGroup):
     BACKEND: ClassVar[str | None] = None
     EXTRA: ClassVar[str | None] = None
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ()
+    CORPUS_OPTIONS: ClassVar[tuple[str, ...]] = ()
+    """Options holding a list of documents, turned into a ``Corpus`` when this backend is matched."""
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {}
     """Option naming an upstream feature -> the inline option it replaces (``queries_source`` -> ``query_text``)."""
 
@@ -39,7 +42,10 @@ class SelectorFeatureGroup(FeatureGroup):
         if cls.BACKEND is None or str(feature_name) != cls.FEATURE_NAME:
             return False
         selected = options.get(cls.SELECTOR)
-        return isinstance(selected, str) and selected == cls.BACKEND
+        if not (isinstance(selected, str) and selected == cls.BACKEND):
+            return False
+        _compact_corpora(options, cls.CORPUS_OPTIONS)
+        return True
 
     def input_features(self, options: Options, feature_name: FeatureName) -> set[Feature] | None:
         """Upstream features named by this family's ``*_source`` options; a request without them is a root.
@@ -110,3 +116,20 @@ def source_feature_name(reader: OptionReader, key: str) -> str | None:
     if isinstance(value, str) and value.strip():
         return value
     raise InvalidOptionError(key, value, "the name of an upstream feature (str) or a mloda Feature")
+
+
+def _compact_corpora(options: Options, keys: tuple[str, ...]) -> None:
+    """Swap a context list of documents for a ``Corpus`` once this backend is chosen.
+
+    mloda copies and hashes a request's options several times while planning; a ``Corpus`` makes that constant
+    time instead of a walk over every document. mloda documents that a matcher's writes reach the feature when it
+    wins. Only ``context`` is touched (``group`` is the request's identity), and a list that is not a valid corpus
+    is left alone, so the request still fails with its typed error when it is answered.
+    """
+    for key in keys:
+        value = options.context.get(key)
+        if isinstance(value, list) and value:
+            try:
+                options.context[key] = Corpus(value, key)
+            except ConnectorError:
+                continue

@@ -66,6 +66,7 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
     FAMILY: ClassVar[str] = "orchestrator"
     FEATURE_NAME: ClassVar[str] = "orchestrated_answer"
     SELECTOR: ClassVar[str] = "orchestrator_backend"
+    CORPUS_OPTIONS: ClassVar[tuple[str, ...]] = ("corpus",)
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"queries_source": "query_text", "corpus_source": "corpus"}
 
     @classmethod

@@ -32,6 +32,7 @@ class VectorStoreRetriever(SelectorFeatureGroup):
     BACKEND: ClassVar[str | None] = "vector_store"
     EXTRA: ClassVar[str | None] = "faiss"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("faiss",)
+    CORPUS_OPTIONS: ClassVar[tuple[str, ...]] = ("corpus",)
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"queries_source": "query_text", "corpus_source": "corpus"}
 
     @classmethod
