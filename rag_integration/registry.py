@@ -39,13 +39,28 @@ class BackendInfo:
 def backend_classes() -> list[type[SelectorFeatureGroup]]:
     """Every concrete backend class: this package's families and whatever plugs in through the
     ``mloda.feature_groups`` entry point group (the group mloda's own ``PluginLoader`` reads)."""
+    import_package_backends()
+    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if not entry_point.value.startswith("rag_integration."):
+            entry_point.load()  # a third-party backend subclasses a family base; loading registers it
+    return _loaded_backends()
+
+
+def package_backend_classes() -> list[type[SelectorFeatureGroup]]:
+    """This package's own backend classes only."""
+    import_package_backends()
+    return [cls for cls in _loaded_backends() if cls.__module__.startswith("rag_integration.")]
+
+
+def import_package_backends() -> None:
     connectors = importlib.import_module(CONNECTORS_PACKAGE)
     for family in pkgutil.iter_modules(connectors.__path__):
         if family.ispkg:
             importlib.import_module(f"{CONNECTORS_PACKAGE}.{family.name}")
     importlib.import_module(PIPELINE_PACKAGE)
-    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        entry_point.load()  # third-party backends subclass a family base; loading registers them
+
+
+def _loaded_backends() -> list[type[SelectorFeatureGroup]]:
     found: list[type[SelectorFeatureGroup]] = []
     pending = list(SelectorFeatureGroup.__subclasses__())
     while pending:

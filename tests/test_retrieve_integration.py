@@ -326,3 +326,20 @@ def test_a_plain_corpus_list_is_compacted_for_mloda_without_touching_the_callers
     assert rows[0][0]["doc_id"] == "engine"
     assert type(options.context["corpus"]) is list and not isinstance(options.context["corpus"], Corpus)
     assert context["corpus"] == CORPUS
+
+
+def test_mloda_discovers_the_backends_through_the_entry_point() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "from mloda.user import Feature, Options, PluginLoader, mlodaAPI\n"
+        "from mloda.user.python_dict import PythonDictFramework\n"
+        "PluginLoader.all()\n"
+        "options = Options(context={'retrieve_backend': 'tfidf', 'query_text': 'cat', 'corpus': [{'text': 'a cat'}]})\n"
+        "result = mlodaAPI.run_all([Feature('retrieved_passages', options=options)],\n"
+        "                          compute_frameworks=[PythonDictFramework])\n"
+        "print(result[0]['retrieved_passages'][0][0]['doc_id'])\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert completed.stdout.strip().splitlines()[-1] == "0"
