@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -176,3 +177,39 @@ def test_passages_keep_their_metadata_and_refuse_conflicts() -> None:
         read_passages([dict(passage, lang="de")], "candidates")
     with pytest.raises(InvalidOptionError, match=r"candidates\[0\]\.metadata"):
         read_passages([dict(passage, metadata="en")], "candidates")
+
+
+@pytest.mark.parametrize("name", ["hash-99999999999999", "hash-4", "hash-", "hash-10000000000000000000000000"])
+def test_hash_dimensions_are_bounded(name: str) -> None:
+    from rag_integration.core.embedders import get_embedder
+
+    with pytest.raises(InvalidOptionError, match="embedding_model"):
+        get_embedder(name)
+
+
+def test_a_broken_local_model_folder_is_a_typed_error(tmp_path: Path) -> None:
+    from rag_integration.core.embedders import get_embedder
+
+    (tmp_path / "model.onnx").write_bytes(b"not a model")
+    (tmp_path / "tokenizer.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(InvalidOptionError, match="embedding_model"):
+        get_embedder(str(tmp_path))
+
+
+def test_nested_marker_like_brackets_leave_no_marker_behind() -> None:
+    from rag_integration.core.grounding import is_quoted, quote_form
+
+    assert quote_form("The cat sat on x[3[4]].") == "The cat sat on x."
+    assert is_quoted("The cat sat on x.", "The cat sat on x[1[2]].")
+
+
+@pytest.mark.parametrize(("kwargs", "option"), [({"weights": [1e308, 1.0]}, "rrf_weights"), ({"k": 1e-9}, "rrf_k")])
+def test_rrf_bounds_keep_scores_finite(kwargs: dict[str, Any], option: str) -> None:
+    with pytest.raises(InvalidOptionError, match=option):
+        rrf_fuse([[{"doc_id": "a"}], [{"doc_id": "b"}]], top_k=2, **kwargs)
+
+
+@pytest.mark.parametrize("row", [{"doc_id": "a", "text": 5}, {"doc_id": "a", "text": "t", "metadata": 1}])
+def test_rrf_fuse_keeps_the_passage_row_shape(row: dict[str, Any]) -> None:
+    with pytest.raises(InvalidOptionError, match="rankings"):
+        rrf_fuse([[row]], top_k=1)

@@ -321,3 +321,27 @@ def test_a_new_process_reuses_the_store_without_re_embedding(tmp_path: Path) -> 
 
 class TestVectorStoreContract(VectorStoreContractTests):
     """The retrieval stage through the retrieve family's kit."""
+
+
+def test_metadata_json_cannot_hold_is_refused_and_the_old_store_survives(tmp_path: Path) -> None:
+    import datetime
+
+    stage(INDEXED, **base_options(tmp_path))
+    dated = [*DOCUMENTS, {"doc_id": "dated", "text": "A dated note.", "when": datetime.date(2020, 1, 1)}]
+    with pytest.raises(InvalidOptionError, match=r"dated#0\.metadata"):
+        stage(INDEXED, **base_options(tmp_path, documents=dated))
+    rows = stage("retrieved_passages", retrieve_backend="vector_store", index_dir=str(tmp_path), query_text="cats")
+    assert rows[0][0]["doc_id"] == "pets#0"
+
+
+def test_text_with_a_lone_surrogate_round_trips_through_the_store(tmp_path: Path) -> None:
+    odd = [{"doc_id": "odd", "text": "cats \ud800 purr"}]
+    stage(INDEXED, **base_options(tmp_path, documents=odd, chunker="paragraph"))
+    rows = stage("retrieved_passages", retrieve_backend="vector_store", index_dir=str(tmp_path), query_text="cats")
+    assert rows[0][0]["text"] == "cats \ud800 purr"
+
+
+def test_a_ragged_csv_row_names_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "ragged.csv").write_text("doc_id,text\n1,hello world,extra\n", encoding="utf-8")
+    with pytest.raises(InvalidOptionError, match=r"ragged\.csv:2"):
+        stage("docs", document_source="files", paths=str(tmp_path))

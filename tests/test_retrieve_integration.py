@@ -14,7 +14,7 @@ from mloda.user.python_dict import PythonDictFramework
 from rag_integration import available_backends
 from rag_integration.cli import main as cli_main
 from rag_integration.core.embedders import get_embedder
-from rag_integration.core.errors import BackendUnavailableError, InvalidOptionError
+from rag_integration.core.errors import BackendUnavailableError, ConnectorError, InvalidOptionError
 from rag_integration.core.index_cache import INDEX_CACHE
 from rag_integration.feature_groups.connectors.retrieve import (
     Bm25sRetriever,
@@ -343,3 +343,28 @@ def test_mloda_discovers_the_backends_through_the_entry_point() -> None:
     )
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert completed.stdout.strip().splitlines()[-1] == "0"
+
+
+def test_a_request_naming_itself_as_its_source_is_a_typed_error() -> None:
+    with pytest.raises(ConnectorError, match="corpus_source"):
+        run_feature(
+            "retrieved_passages",
+            {"retrieve_backend": "bm25s", "query_text": "cat", "corpus_source": "retrieved_passages"},
+            {Bm25sRetriever},
+        )
+
+
+def test_nested_brackets_in_a_passage_still_give_a_grounded_answer() -> None:
+    from rag_integration.feature_groups.connectors.generate import ExtractiveResponder, TemplateResponder
+
+    for responder in (ExtractiveResponder, TemplateResponder):
+        answer = run_feature(
+            "generated_answer",
+            {
+                "generate_backend": responder.BACKEND,
+                "query_text": "cat",
+                "passages": [{"doc_id": "p", "text": "The cat sat on x[3[4]]."}],
+            },
+            {responder},
+        )[0]
+        assert answer == {"answer": "The cat sat on x. [1]", "citations": ["p"]}

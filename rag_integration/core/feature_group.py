@@ -52,8 +52,9 @@ class SelectorFeatureGroup(FeatureGroup):
 
         A source is a feature name or a mloda ``Feature``. A name receives this request's options, so a chain of
         steps shares one set of options; a ``Feature`` keeps exactly its own (each step its own ``top_k``). A
-        source given together with its inline alternative (or of a wrong type) is not declared, so the request
-        reaches ``answer`` and fails there with a typed error instead of in mloda's resolution.
+        source given together with its inline alternative, of a wrong type, or naming the requested feature itself
+        is not declared, so the request reaches ``answer`` and fails there with a typed error instead of in
+        mloda's resolution.
         """
         upstream: set[Feature] = set()
         for source_option, inline_option in self.SOURCE_OPTIONS.items():
@@ -63,7 +64,7 @@ class SelectorFeatureGroup(FeatureGroup):
             if isinstance(source, Feature):
                 own = Options(group=dict(source.options.group), context=dict(source.options.context))
                 upstream.add(Feature(source.name, options=own, forward_group=False))
-            elif isinstance(source, str) and source.strip():
+            elif isinstance(source, str) and source.strip() and source != str(feature_name):
                 upstream.add(Feature(source, options=options))
         return upstream or None
 

@@ -8,6 +8,10 @@ from typing import Any
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.options import OptionReader
 
+MAX_RRF_WEIGHT = 1e6
+MIN_RRF_K = 1e-6
+"""Bounds that keep every fused score finite: at most 1e6 / 1e-6 per ranking."""
+
 
 def rrf_fuse(
     rankings: Sequence[Sequence[Mapping[str, Any]]],
@@ -21,7 +25,7 @@ def rrf_fuse(
     """
     reader = OptionReader({"top_k": top_k, "rrf_k": k, "rrf_weights": weights}, owner="rrf_fuse")
     top_k = reader.integer("top_k", minimum=1)
-    k = reader.number("rrf_k", minimum=0.0, exclusive_minimum=True)
+    k = reader.number("rrf_k", minimum=MIN_RRF_K)
     if isinstance(rankings, (str, bytes, Mapping)) or not isinstance(rankings, Sequence):
         raise InvalidOptionError("rankings", rankings, "a list of ranked passage lists")
     fusion_weights = read_rrf_weights(weights, len(rankings))
@@ -32,8 +36,13 @@ def rrf_fuse(
             raise InvalidOptionError("rankings", ranking, "a ranked list of passage dicts")
         seen_here: set[str] = set()
         for position, row in enumerate(ranking, start=1):
-            if not isinstance(row, Mapping) or not isinstance(row.get("doc_id"), str):
-                raise InvalidOptionError("rankings", row, "passage dicts with a str 'doc_id'")
+            if (
+                not isinstance(row, Mapping)
+                or not isinstance(row.get("doc_id"), str)
+                or not isinstance(row.get("text", ""), str)
+                or not isinstance(row.get("metadata", {}), Mapping)
+            ):
+                raise InvalidOptionError("rankings", row, "passage dicts: str 'doc_id', str 'text', dict 'metadata'")
             doc_id = row["doc_id"]
             if doc_id in seen_here:
                 continue
@@ -59,7 +68,7 @@ def read_rrf_weights(weights: Any, count: int) -> list[float]:
     if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence) or len(weights) != count:
         raise InvalidOptionError("rrf_weights", weights, expected)
     reader = OptionReader({f"rrf_weights[{i}]": weight for i, weight in enumerate(weights)})
-    values = [reader.number(f"rrf_weights[{i}]", minimum=0.0) for i in range(count)]
+    values = [reader.number(f"rrf_weights[{i}]", minimum=0.0, maximum=MAX_RRF_WEIGHT) for i in range(count)]
     if not any(values):
         raise InvalidOptionError("rrf_weights", weights, expected)
     return values

@@ -37,8 +37,14 @@ class QuotableSentence:
 
 
 def quote_form(text: str) -> str:
-    """``text`` with marker-like ``[n]`` removed and whitespace collapsed: the form in which quotes are compared."""
-    return _SPACE.sub(" ", _MARKER_LIKE.sub("", text)).strip()
+    """``text`` with marker-like ``[n]`` removed and whitespace collapsed: the form in which quotes are compared.
+
+    Removal repeats until nothing marker-like is left, so ``x[3[4]]`` cannot leave a fresh ``[3]`` behind.
+    """
+    removed = 1
+    while removed:
+        text, removed = _MARKER_LIKE.subn("", text)
+    return _SPACE.sub(" ", text).strip()
 
 
 def is_quoted(piece: str, text: str) -> bool:

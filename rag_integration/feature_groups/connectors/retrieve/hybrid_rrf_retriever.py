@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rag_integration.core.documents import Document
-from rag_integration.core.fusion import read_rrf_weights, rrf_fuse
+from rag_integration.core.fusion import MIN_RRF_K, read_rrf_weights, rrf_fuse
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import AllowedMask, Hits
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
@@ -36,7 +36,7 @@ class HybridRrfRetriever(BaseRetrieveConnector):
     def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
         return {
             "rankers": {ranker.BACKEND: ranker.read_settings(reader) for ranker in RANKERS},
-            "rrf_k": reader.number("rrf_k", default=60.0, minimum=0.0, exclusive_minimum=True),
+            "rrf_k": reader.number("rrf_k", default=60.0, minimum=MIN_RRF_K),
             "rrf_weights": read_rrf_weights(reader.raw("rrf_weights"), len(RANKERS)),
             "rrf_candidates": reader.integer("rrf_candidates", default=100, minimum=1),
         }

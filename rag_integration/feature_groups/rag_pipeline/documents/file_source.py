@@ -71,13 +71,23 @@ def _read_file(file: Path, file_id: str, settings: dict[str, str]) -> list[dict[
     if suffix == ".jsonl":
         records = _jsonl_records(content, file)
     elif suffix == ".csv":
-        records = list(csv.DictReader(io.StringIO(content, newline="")))
+        records = _csv_records(content, file)
     else:
         return [{"doc_id": file_id, "text": content, "source": str(file)}]
     return [
         _record_document(record, file, f"{file_id}:{number}", settings)
         for number, record in enumerate(records, start=1)
     ]
+
+
+def _csv_records(content: str, file: Path) -> list[dict[str, Any]]:
+    reader = csv.DictReader(io.StringIO(content, newline=""))
+    records = []
+    for record in reader:
+        if None in record or None in record.values():
+            raise InvalidOptionError("paths", f"{file}:{reader.line_num}", "a CSV row with one value per header column")
+        records.append(record)
+    return records
 
 
 def _jsonl_records(content: str, file: Path) -> list[dict[str, Any]]:

@@ -36,16 +36,33 @@ def store_manifest(
     documents: Sequence[Document], embedding_model: str, dimension: int, faiss_settings: Mapping[str, Any]
 ) -> dict[str, Any]:
     """What the store holds; metadata is fingerprinted too, so a metadata-only change rewrites the store."""
-    metadata = json.dumps([dict(document.metadata) for document in documents], sort_keys=True, default=str)
     return {
         "format_version": STORE_FORMAT_VERSION,
         "embedding_model": embedding_model,
         "dimension": dimension,
         "count": len(documents),
         "corpus_fingerprint": corpus_fingerprint(documents),
-        "metadata_fingerprint": hashlib.sha256(metadata.encode("utf-8", "surrogatepass")).hexdigest(),
+        "metadata_fingerprint": hashlib.sha256(_metadata_json(documents).encode("ascii")).hexdigest(),
         "faiss": dict(faiss_settings),
     }
+
+
+def _metadata_json(documents: Sequence[Document]) -> str:
+    """The documents' metadata as JSON, or a typed error naming the first value JSON cannot hold.
+
+    The store must read back exactly what it was given, so nothing is converted on the way (a date is not
+    silently turned into a string): such a value is refused before anything is written.
+    """
+    for document in documents:
+        try:
+            json.dumps(dict(document.metadata), allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise InvalidOptionError(
+                f"{document.doc_id}.metadata",
+                dict(document.metadata),
+                "metadata the vector store can keep as JSON: str keys; str, int, float, bool, None, lists and dicts",
+            ) from error
+    return json.dumps([dict(document.metadata) for document in documents], sort_keys=True)
 
 
 def read_manifest(folder: Path) -> dict[str, Any] | None:
@@ -57,27 +74,33 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
 
 
 def write_store(folder: Path, index: Any, documents: Sequence[Document], manifest: Mapping[str, Any]) -> None:
-    """Each file goes to a temporary name and is renamed; the manifest comes last, so it never describes half a store."""
+    """Everything is serialised first and written under temporary names; only then are the files renamed into
+    place, the manifest last, so a failure never leaves half a store or destroys the one already there."""
+    lines = "".join(
+        json.dumps({"doc_id": doc.doc_id, "text": doc.text, "metadata": dict(doc.metadata)}) + "\n" for doc in documents
+    )
+    staged_index = folder / f".{FAISS_INDEX_FILE}.tmp"
+    staged_documents = folder / f".{DOCUMENTS_FILE}.tmp"
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        write_faiss_index(index, staged_index, "vector_store")
+        staged_documents.write_text(lines, encoding="ascii")
         (folder / MANIFEST_FILE).unlink(missing_ok=True)
-        write_faiss_index(index, folder / f".{FAISS_INDEX_FILE}.tmp", "vector_store")
-        os.replace(folder / f".{FAISS_INDEX_FILE}.tmp", folder / FAISS_INDEX_FILE)
-        lines = (
-            json.dumps({"doc_id": doc.doc_id, "text": doc.text, "metadata": dict(doc.metadata)}, ensure_ascii=False)
-            for doc in documents
-        )
-        write_text_atomically(folder / DOCUMENTS_FILE, "".join(line + "\n" for line in lines))
+        os.replace(staged_index, folder / FAISS_INDEX_FILE)
+        os.replace(staged_documents, folder / DOCUMENTS_FILE)
         write_text_atomically(folder / MANIFEST_FILE, json.dumps(dict(manifest), sort_keys=True, indent=2))
     except OSError as error:
         raise InvalidOptionError("index_dir", str(folder), f"a writable folder ({error.strerror})") from error
+    finally:
+        staged_index.unlink(missing_ok=True)
+        staged_documents.unlink(missing_ok=True)
 
 
 def read_store(folder: Path, manifest: Mapping[str, Any]) -> VectorStore:
     """Load a store whose manifest was already read; refuse files that disagree with it."""
     documents = []
     try:
-        with (folder / DOCUMENTS_FILE).open(encoding="utf-8") as lines:
+        with (folder / DOCUMENTS_FILE).open(encoding="ascii") as lines:
             for line in lines:
                 record = json.loads(line)
                 documents.append(Document(record["doc_id"], record["text"], MappingProxyType(record["metadata"])))
