@@ -18,7 +18,13 @@ from typing import Any, ClassVar
 import pytest
 
 from rag_integration.core.documents import read_documents
-from rag_integration.core.errors import DeadlineExceededError, GroundingError, InvalidOptionError, RankingContractError
+from rag_integration.core.errors import (
+    ConnectorError,
+    DeadlineExceededError,
+    GroundingError,
+    InvalidOptionError,
+    RankingContractError,
+)
 from rag_integration.core.sentences import split_sentences
 from rag_integration.feature_groups.connectors.orchestrator import (
     BaseOrchestratorConnector,
@@ -422,3 +428,22 @@ def test_malformed_fixture_files_are_typed_errors(tmp_path: Path, content: str) 
     path.write_text(content, encoding="utf-8")
     with pytest.raises(InvalidOptionError, match="r2r_fixture"):
         ask(r2r_fixture=str(path), query_text="oil", corpus=CORPUS)
+
+
+def test_a_score_beyond_the_float_range_is_a_typed_error(tmp_path: Path) -> None:
+    response = rag_response(f"{ENGINE_FIRST} [1]", [chunk("engine", ENGINE_FIRST, 0.9)])
+    response["results"]["search_results"]["chunk_search_results"][0]["score"] = 10**400
+    fixture = tmp_path / "huge.json"
+    fixture.write_text(
+        json.dumps({"exchanges": [{"request": {"query": "engine oil"}, "response": response}]}), encoding="utf-8"
+    )
+    corpus = [{"doc_id": "uuid-engine", "text": ENGINE_TEXT}]
+    with pytest.raises(ConnectorError, match="score"):
+        ask(r2r_fixture=str(fixture), query_text="engine oil", corpus=corpus)
+
+
+def test_json_nested_past_the_parser_is_a_typed_error(tmp_path: Path) -> None:
+    fixture = tmp_path / "deep.json"
+    fixture.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(InvalidOptionError, match="r2r_fixture"):
+        ask(r2r_fixture=str(fixture), query_text="engine oil", corpus=CORPUS)

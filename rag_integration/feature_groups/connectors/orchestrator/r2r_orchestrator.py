@@ -10,6 +10,7 @@ document through ``metadata[r2r_doc_id_field]`` (set when the corpus was ingeste
 
 from __future__ import annotations
 
+import math
 import re
 import urllib.parse
 from collections.abc import Callable, Mapping
@@ -106,14 +107,21 @@ def _chunk_hit(chunk: Any, position: int, doc_id_field: str, fail: ShapeError) -
     text, score, metadata = chunk.get("text"), chunk.get("score"), chunk.get("metadata") or {}
     if not isinstance(text, str):
         raise fail(f"{where}.text is not a string")
-    if isinstance(score, bool) or not isinstance(score, (int, float)):
-        raise fail(f"{where}.score is {score!r}, not a number")
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(_as_float(score)):
+        raise fail(f"{where}.score is {short_repr(score)}, not a finite number")
     if not isinstance(metadata, Mapping):
         raise fail(f"{where}.metadata is not an object")
     doc_id = metadata.get(doc_id_field, chunk.get("document_id"))
     if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
         raise fail(f"{where} names no document: neither metadata.{doc_id_field} nor document_id is a str or int")
     return EngineHit(str(doc_id), text, float(score))
+
+
+def _as_float(number: int | float) -> float:
+    try:
+        return float(number)
+    except OverflowError:  # an int beyond the float range
+        return math.inf
 
 
 def _read_base_url(reader: OptionReader) -> str | None:

@@ -102,7 +102,7 @@ def post_json(url: str, body: Mapping[str, Any], timeout: float) -> Any:
         raise RemoteServiceError("r2r_base_url", url, problem, status=response.status)
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than the parser can follow
         raise RemoteServiceError("r2r_base_url", url, f"sent a body that is not JSON: {short_repr(raw)}") from None
 
 
@@ -140,7 +140,7 @@ def load_fixture(path: Path | None) -> dict[str, Any]:
             text = path.read_text(encoding="utf-8")
         exchanges = json.loads(text)["exchanges"]
         responses = {exchange["request"]["query"]: exchange["response"] for exchange in exchanges}
-    except (OSError, ValueError, KeyError, TypeError) as error:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:
         raise InvalidOptionError("r2r_fixture", option_value, f"{FIXTURE_SHAPE} ({error!r})") from error
     if len(responses) != len(exchanges) or not all(isinstance(query, str) for query in responses):
         raise InvalidOptionError("r2r_fixture", option_value, f"{FIXTURE_SHAPE} with one exchange per query string")
