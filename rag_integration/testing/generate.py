@@ -88,6 +88,17 @@ class GenerateContractTests:
         assert len(rows) == 1, rows
         return dict(rows[0])
 
+    def test_filters_never_leak(self) -> None:
+        passages = [dict(passage, lang="de" if passage["doc_id"] == "munich" else "en") for passage in PASSAGES]
+        row = self.one(query_text="München Isar engine oil tides", passages=passages, filters={"lang": "de"})
+        assert row["citations"] == ["munich"]
+        assert self.one(query_text="engine oil", passages=passages, filters={"lang": "de"}) == {
+            "answer": "",
+            "citations": [],
+        }
+        with pytest.raises(InvalidOptionError, match="filters"):
+            self.generate(query_text="oil", passages=passages, filters=["de"])
+
     def test_answer_shape_and_grounding(self) -> None:
         for query in ("engine oil for a small car", "moon ocean tides", "bread oven starter", "lava eruption"):
             row = self.one(query_text=query, passages=RETRIEVED)

@@ -67,6 +67,17 @@ class GraphRagContractTests:
         assert len(rows) == 1, rows
         return list(rows[0])
 
+    def test_filters_never_leak_and_block_activation(self) -> None:
+        nodes = [dict(node, field="physics" if node["doc_id"] in ("curie", "polonium") else "other") for node in NODES]
+        unfiltered = self.one(query_text="Nobel Prize", nodes=nodes, edges=EDGES, top_k=10)
+        assert unfiltered[0]["doc_id"] == "curie" and "warsaw" in {row["doc_id"] for row in unfiltered}
+        without_curie = self.one(query_text="Nobel Prize", nodes=nodes, edges=EDGES, filters={"field": "other"})
+        assert without_curie == []  # warsaw and sorbonne were reachable only through curie
+        kept = self.one(query_text="Nobel Prize radioactive", nodes=nodes, edges=EDGES, filters={"field": "physics"})
+        assert {row["doc_id"] for row in kept} <= {"curie", "polonium"}
+        with pytest.raises(InvalidOptionError, match="filters"):
+            self.rank(query_text="Nobel", nodes=nodes, edges=EDGES, filters="junk")
+
     def test_row_shape_and_types(self) -> None:
         passages = self.one(query_text="Nobel Prize", nodes=NODES, edges=EDGES)
         assert passages

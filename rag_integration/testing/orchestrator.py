@@ -109,6 +109,13 @@ class OrchestratorContractTests:
         return dict(rows[0])
 
     @pytest.fixture(autouse=True)
+    def test_filters_never_leak(self) -> None:
+        row = self.one(query_text="moon tide ocean", corpus=CORPUS, filters={"lang": ["de", "fr"]}, top_k=6)
+        assert row["documents"] and {passage["doc_id"] for passage in row["documents"]} <= {"bread", "tide", "volcano"}
+        assert quoted_from(row["answer"], row["documents"])
+        with pytest.raises(InvalidOptionError, match="filters"):
+            self.orchestrate(query_text="moon tide ocean", corpus=CORPUS, filters="de")
+
     def _fresh_index_cache(self) -> None:
         INDEX_CACHE.clear()
 

@@ -82,6 +82,18 @@ class RerankContractTests:
         assert len(rows) == 1, rows
         return list(rows[0])
 
+    def test_filters_never_leak(self) -> None:
+        candidates = [dict(row, metadata={"lang": doc["lang"]}) for row, doc in zip(CANDIDATES, CORPUS, strict=True)]
+        rows = self.one(
+            query_text="cat dog engine oil bread tide lava",
+            candidates=candidates,
+            filters={"lang": ["de", "fr"]},
+            top_k=10,
+        )
+        assert rows and {row["doc_id"] for row in rows} <= {"bread", "tide", "volcano"}
+        with pytest.raises(InvalidOptionError, match="filters"):
+            self.rerank(query_text="cat", candidates=candidates, filters="de")
+
     def test_row_shape_and_every_candidate_kept(self) -> None:
         passages = self.one(query_text="cat windowsill", candidates=CANDIDATES)
         assert sorted(passage["doc_id"] for passage in passages) == sorted(doc["doc_id"] for doc in CORPUS)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rag_integration.core.documents import Document, read_documents
+from rag_integration.core.documents import Document, MetadataFilter, read_documents
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError, RankingContractError, short_repr
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.lexical import lexical_scores
@@ -34,6 +34,17 @@ class Graph:
 
     nodes: tuple[Document, ...]
     edges: tuple[tuple[int, int, float], ...]
+
+    def restricted_to(self, metadata_filter: MetadataFilter) -> Graph:
+        """The subgraph of nodes passing ``filters``: a filtered node neither ranks nor passes activation on."""
+        kept = metadata_filter.positions(self.nodes)
+        new_position = {old: new for new, old in enumerate(kept)}
+        edges = tuple(
+            (new_position[first], new_position[second], weight)
+            for first, second, weight in self.edges
+            if first in new_position and second in new_position
+        )
+        return Graph(tuple(self.nodes[position] for position in kept), edges)
 
     def neighbours(self) -> list[dict[int, float]]:
         adjacency: list[dict[int, float]] = [{} for _ in self.nodes]
@@ -66,7 +77,10 @@ class BaseGraphRagConnector(SelectorFeatureGroup):
         top_k = reader.integer("top_k", default=10, minimum=1)
         return_metadata = reader.boolean("return_metadata", default=False)
         settings = cls.read_settings(reader)
+        metadata_filter = MetadataFilter.from_option(reader.raw("filters"))
         graphs = [(row.query, read_graph(row.items, "" if row.option == "nodes" else row.option)) for row in rows]
+        if metadata_filter is not None:
+            graphs = [(query, graph.restricted_to(metadata_filter)) for query, graph in graphs]
         return {cls.FEATURE_NAME: [cls.rank(query, graph, top_k, settings, return_metadata) for query, graph in graphs]}
 
     @classmethod

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rag_integration.core.documents import Document, corpus_fingerprint
+from rag_integration.core.documents import Document, MetadataFilter, corpus_fingerprint
 from rag_integration.core.errors import (
     GroundingError,
     RankingContractError,
@@ -50,14 +50,20 @@ class OrchestratorRequest:
     queries: list[str]
     documents: Sequence[Document]
     top_k: int
+    excluded_ids: frozenset[str] = frozenset()
+    """Corpus documents failing ``filters``: not in ``documents``, and dropped if a remote engine returns them."""
 
     @classmethod
     def read(cls, reader: OptionReader, data: Any) -> OrchestratorRequest:
-        return cls(
-            queries=read_queries(reader, data),
-            documents=read_corpus(reader, data),
-            top_k=reader.integer("top_k", default=10, minimum=1),
-        )
+        queries = read_queries(reader, data)
+        corpus = read_corpus(reader, data)
+        top_k = reader.integer("top_k", default=10, minimum=1)
+        metadata_filter = MetadataFilter.from_option(reader.raw("filters"))
+        if metadata_filter is None:
+            return cls(queries, corpus, top_k)
+        kept = metadata_filter.apply(corpus)
+        excluded = frozenset(document.doc_id for document in corpus) - {document.doc_id for document in kept}
+        return cls(queries, kept, top_k, excluded)
 
 
 class BaseOrchestratorConnector(SelectorFeatureGroup):
@@ -88,7 +94,8 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
             )
         position_of = {document.doc_id: position for position, document in enumerate(request.documents)}
         return [
-            ground_answer(answer, request.documents, position_of, request.top_k, str(cls.BACKEND)) for answer in answers
+            ground_answer(answer, request.documents, position_of, request.top_k, str(cls.BACKEND), request.excluded_ids)
+            for answer in answers
         ]
 
     @classmethod
@@ -113,14 +120,21 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
 
 
 def ground_answer(
-    answer: EngineAnswer, documents: Sequence[Document], position_of: Mapping[str, int], top_k: int, backend: str
+    answer: EngineAnswer,
+    documents: Sequence[Document],
+    position_of: Mapping[str, int],
+    top_k: int,
+    backend: str,
+    excluded_ids: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Check every hit against the corpus (``position_of`` maps doc_id to position in ``documents``), keep each
     document once, rank and cut by the shared rule (ties by doc_id), and check the answer is quoted from the kept
-    documents by the shared grounding rule."""
+    documents by the shared grounding rule. Hits on ``excluded_ids`` (filtered out) are dropped, never shown."""
     hits = []
     previous = math.inf
     for number, hit in enumerate(answer.hits, start=1):
+        if hit.doc_id in excluded_ids:
+            continue
         position = position_of.get(hit.doc_id)
         if position is None:
             raise GroundingError(

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from rag_integration.core.documents import Document, read_passages
+from rag_integration.core.documents import Document, MetadataFilter, read_passages
 from rag_integration.core.errors import RankingContractError
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.options import OptionReader
@@ -34,7 +34,8 @@ class BaseRerankConnector(SelectorFeatureGroup):
         top_k = reader.integer("top_k", default=10, minimum=1)
         return_metadata = reader.boolean("return_metadata", default=False)
         settings = cls.read_settings(reader)
-        requests = [(row.query, read_passages(row.items, row.option)) for row in rows]
+        metadata_filter = MetadataFilter.from_option(reader.raw("filters"))
+        requests = [(row.query, _filtered(read_passages(row.items, row.option), metadata_filter)) for row in rows]
         return {
             cls.FEATURE_NAME: [
                 cls.rerank(query, candidates, top_k, settings, return_metadata) for query, candidates in requests
@@ -72,3 +73,8 @@ class BaseRerankConnector(SelectorFeatureGroup):
     def score(cls, query: str, texts: list[str], settings: Mapping[str, Any]) -> Sequence[float]:
         """One relevance score per text (higher is better), in the order given."""
         raise NotImplementedError
+
+
+def _filtered(passages: list[Document], metadata_filter: MetadataFilter | None) -> list[Document]:
+    """Candidates failing ``filters`` are dropped before scoring, as in every family (SPEC: they never appear)."""
+    return passages if metadata_filter is None else metadata_filter.apply(passages)
