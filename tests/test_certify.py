@@ -65,5 +65,12 @@ def test_every_installed_backend_with_a_kit_is_certifiable() -> None:
 def test_generated_module_subclasses_the_family_kit_with_the_adapter() -> None:
     source = certification_module([Bm25sRetriever], {"bm25_k1": 1.2})
     assert "class TestCertifyBm25sRetriever(RetrieveContractTests):" in source
-    assert "{'bm25_k1': 1.2}" in source
+    assert "{**super().backend_options(), **{'bm25_k1': 1.2}}" in source
     assert adapter_for(Bm25sRetriever, {}) == {"backend_options": {}}
+
+
+def test_the_stage_pipelines_retrieval_is_certified_with_its_store_backed_kit() -> None:
+    script = "import sys\nfrom rag_integration.testing.certify import certify\nsys.exit(certify(['vector_store']))\n"
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stdout[-2000:]
+    assert "VectorStoreContractTests" in certification_module(certifiable(["vector_store"]), {})

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import pytest
 
 from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError, MissingOptionError
-from rag_integration.feature_groups.connectors.generate.base import BaseGenerateConnector
+from rag_integration.testing.kit import ContractKit
 from rag_integration.testing.rerank import KitItemRows, kit_rows_feature
 from rag_integration.testing.runner import run_feature
 
@@ -59,29 +59,18 @@ def assert_grounded(row: Mapping[str, Any], passages: list[dict[str, Any]]) -> N
     assert used == set(range(len(citations)))
 
 
-class GenerateContractTests:
+class GenerateContractTests(ContractKit):
     """Every generate backend must pass these; each test runs through ``mlodaAPI.run_all``."""
 
     feature_name: ClassVar[str] = "generated_answer"
-
-    @classmethod
-    def connector_class(cls) -> type[BaseGenerateConnector]:
-        raise NotImplementedError("return the backend class under test")
-
-    @classmethod
-    def backend_options(cls) -> dict[str, Any]:
-        return {}
 
     @classmethod
     def cites_one_passage(cls) -> bool:
         """True when every non-empty answer cites exactly one passage."""
         return False
 
-    def request(self, **options: Any) -> dict[str, Any]:
-        return {"generate_backend": self.connector_class().BACKEND, **self.backend_options(), **options}
-
     def generate(self, **options: Any) -> list[Any]:
-        return run_feature(self.feature_name, self.request(**options), {self.connector_class()})
+        return self.run(**options)
 
     def one(self, **options: Any) -> dict[str, Any]:
         rows = self.generate(**options)

@@ -14,8 +14,8 @@ from mloda.provider import FeatureGroup
 from mloda.user import Feature, Options
 
 from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError, MissingOptionError
-from rag_integration.feature_groups.connectors.graph_rag.base import BaseGraphRagConnector
 from rag_integration.feature_groups.connectors.graph_rag.triples_knowledge_graph import TriplesKnowledgeGraph
+from rag_integration.testing.kit import ContractKit
 from rag_integration.testing.rerank import KitItemRows, kit_rows_feature
 from rag_integration.testing.runner import run_feature
 
@@ -43,24 +43,13 @@ TRIPLES: list[list[str]] = [
 ROW_KEYS = {"doc_id", "text", "score", "rank"}
 
 
-class GraphRagContractTests:
+class GraphRagContractTests(ContractKit):
     """Every graph_rag backend must pass these; each test runs through ``mlodaAPI.run_all``."""
 
     feature_name: ClassVar[str] = "graph_passages"
 
-    @classmethod
-    def connector_class(cls) -> type[BaseGraphRagConnector]:
-        raise NotImplementedError("return the backend class under test")
-
-    @classmethod
-    def backend_options(cls) -> dict[str, Any]:
-        return {}
-
-    def request(self, **options: Any) -> dict[str, Any]:
-        return {"graph_backend": self.connector_class().BACKEND, **self.backend_options(), **options}
-
     def rank(self, **options: Any) -> list[Any]:
-        return run_feature(self.feature_name, self.request(**options), {self.connector_class()})
+        return self.run(**options)
 
     def one(self, **options: Any) -> list[dict[str, Any]]:
         rows = self.rank(**options)

@@ -17,7 +17,7 @@ import pytest
 from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError
 from rag_integration.core.index_cache import INDEX_CACHE
 from rag_integration.core.sentences import split_sentences
-from rag_integration.feature_groups.connectors.orchestrator.base import BaseOrchestratorConnector
+from rag_integration.testing.kit import ContractKit
 from rag_integration.testing.runner import query_and_corpus_errors, run_feature, run_in_fresh_process
 
 CORPUS: list[dict[str, Any]] = [
@@ -77,38 +77,24 @@ def quoted_from(answer: str, passages: list[dict[str, Any]]) -> bool:
     return all(any(" ".join(sentence.split()) in text for text in texts) for sentence in split_sentences(answer))
 
 
-class OrchestratorContractTests:
+class OrchestratorContractTests(ContractKit):
     """Every orchestrator backend must pass these; each test runs through ``mlodaAPI.run_all``."""
 
     feature_name: ClassVar[str] = "orchestrated_answer"
-
-    @classmethod
-    def connector_class(cls) -> type[BaseOrchestratorConnector]:
-        raise NotImplementedError("return the backend class under test")
-
-    @classmethod
-    def backend_options(cls) -> dict[str, Any]:
-        """Extra options every request of this backend needs in tests."""
-        return {}
 
     @classmethod
     def matches_by_word_overlap(cls) -> bool:
         """True when a query that shares no word with the corpus gets no document and an empty answer."""
         return True
 
-    def request(self, **options: Any) -> dict[str, Any]:
-        connector = self.connector_class()
-        return {"orchestrator_backend": connector.BACKEND, **self.backend_options(), **options}
-
     def orchestrate(self, **options: Any) -> list[Any]:
-        return run_feature(self.feature_name, self.request(**options), {self.connector_class()})
+        return self.run(**options)
 
     def one(self, **options: Any) -> dict[str, Any]:
         rows = self.orchestrate(**options)
         assert len(rows) == 1, rows
         return dict(rows[0])
 
-    @pytest.fixture(autouse=True)
     def test_filters_never_leak(self) -> None:
         row = self.one(query_text="moon tide ocean", corpus=CORPUS, filters={"lang": ["de", "fr"]}, top_k=6)
         assert row["documents"] and {passage["doc_id"] for passage in row["documents"]} <= {"bread", "tide", "volcano"}
@@ -116,6 +102,7 @@ class OrchestratorContractTests:
         with pytest.raises(InvalidOptionError, match="filters"):
             self.orchestrate(query_text="moon tide ocean", corpus=CORPUS, filters="de")
 
+    @pytest.fixture(autouse=True)
     def _fresh_index_cache(self) -> None:
         INDEX_CACHE.clear()
 

@@ -15,7 +15,7 @@ from mloda.provider import FeatureGroup, FeatureSet
 from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 
 from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError, MissingOptionError
-from rag_integration.feature_groups.connectors.rerank.base import BaseRerankConnector
+from rag_integration.testing.kit import ContractKit
 from rag_integration.testing.retrieve import CORPUS
 from rag_integration.testing.runner import run_feature
 
@@ -58,24 +58,13 @@ def kit_rows_feature(rows: list[Any]) -> Feature:
     return Feature(ROWS_FEATURE, options=Options(context={"kit_rows": rows}))
 
 
-class RerankContractTests:
+class RerankContractTests(ContractKit):
     """Every rerank backend must pass these; each test runs through ``mlodaAPI.run_all``."""
 
     feature_name: ClassVar[str] = "reranked_passages"
 
-    @classmethod
-    def connector_class(cls) -> type[BaseRerankConnector]:
-        raise NotImplementedError("return the backend class under test")
-
-    @classmethod
-    def backend_options(cls) -> dict[str, Any]:
-        return {}
-
-    def request(self, **options: Any) -> dict[str, Any]:
-        return {"rerank_backend": self.connector_class().BACKEND, **self.backend_options(), **options}
-
     def rerank(self, **options: Any) -> list[Any]:
-        return run_feature(self.feature_name, self.request(**options), {self.connector_class()})
+        return self.run(**options)
 
     def one(self, **options: Any) -> list[dict[str, Any]]:
         rows = self.rerank(**options)

@@ -15,7 +15,7 @@ import pytest
 
 from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError
 from rag_integration.core.index_cache import INDEX_CACHE
-from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
+from rag_integration.testing.kit import ContractKit
 from rag_integration.testing.runner import query_and_corpus_errors, run_feature, run_in_fresh_process
 
 CORPUS: list[dict[str, Any]] = [
@@ -29,19 +29,10 @@ CORPUS: list[dict[str, Any]] = [
 ROW_KEYS = {"doc_id", "text", "score", "rank"}
 
 
-class RetrieveContractTests:
+class RetrieveContractTests(ContractKit):
     """Every retrieve backend must pass these; each test runs through ``mlodaAPI.run_all``."""
 
     feature_name: ClassVar[str] = "retrieved_passages"
-
-    @classmethod
-    def connector_class(cls) -> type[BaseRetrieveConnector]:
-        raise NotImplementedError("return the backend class under test")
-
-    @classmethod
-    def backend_options(cls) -> dict[str, Any]:
-        """Extra options every request of this backend needs in tests."""
-        return {}
 
     @classmethod
     def matches_by_word_overlap(cls) -> bool:
@@ -54,9 +45,7 @@ class RetrieveContractTests:
         return frozenset()
 
     def retrieve(self, **options: Any) -> list[Any]:
-        connector = self.connector_class()
-        request = {"retrieve_backend": connector.BACKEND, **self.backend_options(), **options}
-        return run_feature(self.feature_name, request, {connector})
+        return self.run(**options)
 
     def one(self, **options: Any) -> list[dict[str, Any]]:
         rows = self.retrieve(**options)

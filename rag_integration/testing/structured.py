@@ -15,8 +15,9 @@ from typing import Any, ClassVar
 import pytest
 
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError, SqlSafetyError
-from rag_integration.feature_groups.connectors.structured import BaseStructuredConnector, guard_sql
+from rag_integration.feature_groups.connectors.structured import guard_sql
 from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
+from rag_integration.testing.kit import ContractKit
 from rag_integration.testing.runner import run_feature, run_in_fresh_process
 
 TABLE = "employees"
@@ -178,19 +179,10 @@ def sandbox_snapshot(sandbox: SqliteSandbox) -> tuple[Any, ...]:
         connection.set_authorizer(sandbox.authorize)
 
 
-class StructuredContractTests:
+class StructuredContractTests(ContractKit):
     """Every structured backend must pass these; each test runs through ``mlodaAPI.run_all``."""
 
     feature_name: ClassVar[str] = "structured_rows"
-
-    @classmethod
-    def connector_class(cls) -> type[BaseStructuredConnector]:
-        raise NotImplementedError("return the backend class under test")
-
-    @classmethod
-    def backend_options(cls) -> dict[str, Any]:
-        """Extra options every request of this backend needs in tests."""
-        return {}
 
     @classmethod
     def known_question(cls) -> tuple[str, list[dict[str, Any]]]:
@@ -203,16 +195,7 @@ class StructuredContractTests:
         return "list employees with salary over 50000 ordered by salary descending", ["Ada", "Dora", "Fay", "Cem"]
 
     def ask(self, **options: Any) -> list[Any]:
-        connector = self.connector_class()
-        request = {
-            "structured_backend": connector.BACKEND,
-            "table_name": TABLE,
-            "columns": COLUMNS,
-            "rows": EMPLOYEES,
-            **self.backend_options(),
-            **options,
-        }
-        return run_feature(self.feature_name, request, {connector})
+        return self.run(**{"table_name": TABLE, "columns": COLUMNS, "rows": EMPLOYEES, **options})
 
     def one(self, **options: Any) -> dict[str, Any]:
         results = self.ask(**options)
