@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag_integration.core.documents import Corpus, Document, read_documents
+from rag_integration.core.documents import Corpus, Document, MetadataFilter, read_documents, read_passages
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.feature_group import source_feature_name
 from rag_integration.core.frames import column_values
@@ -79,6 +79,19 @@ def query_rows(reader: OptionReader, data: Any, inline_option: str, inline: Any,
         QueryRow(query, row, f"{source}[{position}]")
         for position, (query, row) in enumerate(zip(queries, rows, strict=True))
     ]
+
+
+def passage_requests(
+    reader: OptionReader, data: Any, inline_option: str, source_option: str
+) -> list[tuple[str, list[Document]]]:
+    """(query, passages) per output row: items read as passages (see ``read_passages``), in the given order, with
+    those failing ``filters`` removed, so a filtered passage is never ranked, drawn from or cited."""
+    rows = query_rows(reader, data, inline_option, reader.raw(inline_option), source_option)
+    metadata_filter = MetadataFilter.from_option(reader.raw("filters"))
+    requests = [(row.query, read_passages(row.items, row.option)) for row in rows]
+    if metadata_filter is None:
+        return requests
+    return [(query, metadata_filter.apply(passages)) for query, passages in requests]
 
 
 def read_index_dir(reader: OptionReader, *, required: bool = False) -> Path | None:

@@ -13,8 +13,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError
+from rag_integration.core.documents import Corpus
+from rag_integration.core.embedders import get_embedder
+from rag_integration.core.errors import ConnectorError, DuplicateDocIdError, InvalidOptionError
 from rag_integration.core.index_cache import INDEX_CACHE
+from rag_integration.feature_groups.rag_pipeline import STAGES, VectorStoreRetriever
+from rag_integration.feature_groups.rag_pipeline.vector_store.store import read_manifest
 from rag_integration.testing.kit import ContractKit
 from rag_integration.testing.runner import query_and_corpus_errors, run_feature, run_in_fresh_process
 
@@ -214,8 +218,6 @@ class VectorStoreContractTests(RetrieveContractTests):
 
     @classmethod
     def connector_class(cls) -> type[Any]:
-        from rag_integration.feature_groups.rag_pipeline import VectorStoreRetriever
-
         return VectorStoreRetriever
 
     @classmethod
@@ -243,10 +245,6 @@ class VectorStoreContractTests(RetrieveContractTests):
 
     def build_store(self, request: dict[str, Any]) -> Path | None:
         """Build the request's corpus into a store (once per corpus); None when the corpus cannot be built."""
-        from rag_integration.core.documents import Corpus
-        from rag_integration.core.errors import ConnectorError
-        from rag_integration.feature_groups.rag_pipeline import STAGES
-        from rag_integration.feature_groups.rag_pipeline.vector_store.store import read_manifest
 
         try:
             corpus = Corpus(request["corpus"])
@@ -288,7 +286,6 @@ class VectorStoreContractTests(RetrieveContractTests):
         assert alone == with_corpus
 
     def test_index_dir_persists_and_reloads(self, tmp_path: Path) -> None:
-        from rag_integration.core.embedders import get_embedder
 
         first = self.retrieve(query_text=["cat", "engine oil"], corpus=CORPUS, index_dir=str(tmp_path))
         INDEX_CACHE.clear()

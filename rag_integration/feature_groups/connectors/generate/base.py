@@ -11,11 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from rag_integration.core.documents import Document, MetadataFilter, read_passages
+from rag_integration.core.documents import Document
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.grounding import QuotableSentence, check_cited_answer, quotable_sentences
 from rag_integration.core.options import OptionReader
-from rag_integration.core.queries import query_rows
+from rag_integration.core.queries import passage_requests
 
 
 @dataclass(frozen=True)
@@ -38,12 +38,8 @@ class BaseGenerateConnector(SelectorFeatureGroup):
 
     @classmethod
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
-        rows = query_rows(reader, data, "passages", reader.raw("passages"), "passages_source")
+        requests = passage_requests(reader, data, "passages", "passages_source")
         settings = cls.read_settings(reader)
-        metadata_filter = MetadataFilter.from_option(reader.raw("filters"))
-        requests = [(row.query, read_passages(row.items, row.option)) for row in rows]
-        if metadata_filter is not None:  # passages failing ``filters`` are never drawn from or cited
-            requests = [(query, metadata_filter.apply(passages)) for query, passages in requests]
         return {cls.FEATURE_NAME: [cls.generate(query, passages, settings) for query, passages in requests]}
 
     @classmethod

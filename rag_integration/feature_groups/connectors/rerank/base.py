@@ -6,12 +6,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from rag_integration.core.documents import Document, MetadataFilter, read_passages
+from rag_integration.core.documents import Document
 from rag_integration.core.errors import RankingContractError
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import passage_row
-from rag_integration.core.queries import query_rows
+from rag_integration.core.queries import passage_requests
 
 
 class BaseRerankConnector(SelectorFeatureGroup):
@@ -30,12 +30,10 @@ class BaseRerankConnector(SelectorFeatureGroup):
 
     @classmethod
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
-        rows = query_rows(reader, data, "candidates", reader.raw("candidates"), "candidates_source")
+        requests = passage_requests(reader, data, "candidates", "candidates_source")
         top_k = reader.integer("top_k", default=10, minimum=1)
         return_metadata = reader.boolean("return_metadata", default=False)
         settings = cls.read_settings(reader)
-        metadata_filter = MetadataFilter.from_option(reader.raw("filters"))
-        requests = [(row.query, _filtered(read_passages(row.items, row.option), metadata_filter)) for row in rows]
         return {
             cls.FEATURE_NAME: [
                 cls.rerank(query, candidates, top_k, settings, return_metadata) for query, candidates in requests
@@ -73,8 +71,3 @@ class BaseRerankConnector(SelectorFeatureGroup):
     def score(cls, query: str, texts: list[str], settings: Mapping[str, Any]) -> Sequence[float]:
         """One relevance score per text (higher is better), in the order given."""
         raise NotImplementedError
-
-
-def _filtered(passages: list[Document], metadata_filter: MetadataFilter | None) -> list[Document]:
-    """Candidates failing ``filters`` are dropped before scoring, as in every family (SPEC: they never appear)."""
-    return passages if metadata_filter is None else metadata_filter.apply(passages)
