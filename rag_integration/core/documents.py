@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -58,12 +59,21 @@ def _own_metadata(extra: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     if "metadata" not in extra:
         return MappingProxyType(rest)
     nested = extra["metadata"]
+    if isinstance(nested, str):  # the JSON text the columnar frameworks carry metadata as (core.schema)
+        nested = _json_object(nested)
     if not isinstance(nested, Mapping):
-        raise InvalidOptionError(f"{where}.metadata", nested, "a dict of metadata")
+        raise InvalidOptionError(f"{where}.metadata", nested, "a dict of metadata, or its JSON text")
     for key, value in nested.items():
         if key in rest and rest[key] != value:
             raise InvalidOptionError(f"{where}.metadata.{key}", value, f"the same value as the passage's '{key}'")
     return MappingProxyType({**rest, **nested})
+
+
+def _json_object(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def read_document(item: Any, option: str, position: int) -> Document:

@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from mloda.provider import FeatureGroup, FeatureSet
+from mloda.provider import ComputeFramework, FeatureGroup, FeatureSet
 from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 
 from rag_integration.core.documents import Corpus
 from rag_integration.core.errors import ConnectorError, InvalidOptionError
 from rag_integration.core.extras import modules_installed
+from rag_integration.core.frames import FrameAdapter, adapter_for, framework_classes
 from rag_integration.core.options import OptionReader
+from rag_integration.core.schema import Shape, passages_shape
 
 
 class SelectorFeatureGroup(FeatureGroup):
@@ -73,9 +75,28 @@ class SelectorFeatureGroup(FeatureGroup):
         return modules_installed(cls.REQUIRED_MODULES)
 
     @classmethod
+    def compute_framework_rule(cls) -> set[type[ComputeFramework]] | None:
+        """The frameworks every connector serves (those of ``core.frames`` whose library is installed)."""
+        return framework_classes()
+
+    @classmethod
     def calculate_feature(cls, data: Any, features: FeatureSet) -> Any:
         options = _single_request_options(features, cls.FEATURE_NAME)
-        return cls.answer(data, OptionReader(options, owner=f"{cls.__name__} ({cls.FEATURE_NAME})"))
+        reader = OptionReader(options, owner=f"{cls.__name__} ({cls.FEATURE_NAME})")
+        adapter = adapter_for(next(iter(features.features)).get_compute_framework().get_class_name())
+        return cls.answer_frame(adapter, data, reader)
+
+    @classmethod
+    def answer_frame(cls, adapter: FrameAdapter, data: Any, reader: OptionReader) -> Any:
+        """The framework's own output: upstream rows read once, answered, and the typed column appended."""
+        readable = adapter.readable(data)
+        values = list(cls.answer(readable, reader)[cls.FEATURE_NAME])
+        return adapter.write(cls.FEATURE_NAME, values, cls.output_shape(reader), readable)
+
+    @classmethod
+    def output_shape(cls, reader: OptionReader) -> Shape:
+        """The typed shape of one output row (``core.schema``); passages unless a family says otherwise."""
+        return passages_shape(reader.boolean("return_metadata", default=False))
 
     @classmethod
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:

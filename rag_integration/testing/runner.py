@@ -10,11 +10,15 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mloda.provider import FeatureGroup
+from mloda.provider import ComputeFramework, FeatureGroup
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
 
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, MissingOptionError
+from rag_integration.core.feature_group import SelectorFeatureGroup
+from rag_integration.core.frames import frame_column
+from rag_integration.core.options import OptionReader
+from rag_integration.core.schema import decode
 
 
 def run_feature(
@@ -23,18 +27,44 @@ def run_feature(
     feature_groups: Iterable[type[FeatureGroup]],
     *,
     in_group: bool = False,
+    framework: type[ComputeFramework] = PythonDictFramework,
 ) -> list[Any]:
-    """The feature's column as a list (one entry per output row)."""
+    """The feature's column as Python values (one entry per output row), on any compute framework.
+
+    Values come back as PythonDict gives them: a columnar framework's JSON-encoded parts (``core.schema``) are
+    decoded by the shape the answering connector declares, so rows compare equal across frameworks.
+    """
+    groups = set(feature_groups)
     wrapped = Options(group=dict(options)) if in_group else Options(context=dict(options))
     result = mlodaAPI.run_all(
         [Feature(feature_name, options=wrapped)],
-        compute_frameworks=[PythonDictFramework],
-        plugin_collector=PluginCollector.enabled_feature_groups(set(feature_groups)),
+        compute_frameworks=[framework],
+        plugin_collector=PluginCollector.enabled_feature_groups(groups),
     )
     for frame in result:
-        if feature_name in frame:
-            return list(frame[feature_name])
+        if feature_name in frame_columns(frame):
+            values = frame_column(frame, feature_name)
+            if framework is PythonDictFramework:
+                return values
+            shape = _output_shape(feature_name, options, groups)
+            return [decode(value, shape) for value in values]
     raise AssertionError(f"run_all returned no column '{feature_name}': {result!r}")
+
+
+def frame_columns(frame: Any) -> list[str]:
+    if isinstance(frame, Mapping):
+        return list(frame)
+    return list(getattr(frame, "column_names", None) or frame.columns)
+
+
+def _output_shape(feature_name: str, options: Mapping[str, Any], groups: set[type[FeatureGroup]]) -> Any:
+    reader = OptionReader(options)
+    for group in groups:
+        if not issubclass(group, SelectorFeatureGroup) or feature_name != group.FEATURE_NAME:
+            continue
+        if options.get(group.SELECTOR) == group.BACKEND:
+            return group.output_shape(reader)
+    raise AssertionError(f"no enabled connector answers '{feature_name}' with these options")
 
 
 def run_in_fresh_process(feature_name: str, options: Mapping[str, Any], connector: type[FeatureGroup]) -> Any:

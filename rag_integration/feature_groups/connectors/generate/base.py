@@ -16,6 +16,7 @@ from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.grounding import QuotableSentence, check_cited_answer, quotable_sentences
 from rag_integration.core.options import OptionReader
 from rag_integration.core.queries import passage_requests
+from rag_integration.core.schema import STRING, Shape
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,10 @@ class BaseGenerateConnector(SelectorFeatureGroup):
         requests = passage_requests(reader, data, "passages", "passages_source")
         settings = cls.read_settings(reader)
         return {cls.FEATURE_NAME: [cls.generate(query, passages, settings) for query, passages in requests]}
+
+    @classmethod
+    def output_shape(cls, reader: OptionReader) -> Shape:
+        return {"answer": STRING, "citations": [STRING]}
 
     @classmethod
     def generate(cls, query: str, passages: Sequence[Document], settings: Mapping[str, Any]) -> dict[str, Any]:

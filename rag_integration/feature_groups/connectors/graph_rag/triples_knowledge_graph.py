@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.options import OptionReader
+from rag_integration.core.schema import FLOAT, STRING, Shape
 
 TRIPLE_SHAPE = "a [subject, predicate, object] triple of non-empty strings"
 
@@ -30,6 +31,13 @@ class TriplesKnowledgeGraph(SelectorFeatureGroup):
         if not reader.has("triples"):
             raise MissingOptionError("triples", f"a list of triples, each {TRIPLE_SHAPE}", owner=reader.owner)
         return {cls.FEATURE_NAME: [triples_to_graph(read_triples(reader.raw("triples")))]}
+
+    @classmethod
+    def output_shape(cls, reader: OptionReader) -> Shape:
+        return {
+            "nodes": [{"doc_id": STRING, "text": STRING}],
+            "edges": [{"source": STRING, "target": STRING, "weight": FLOAT}],
+        }
 
 
 def read_triples(raw: Any) -> list[tuple[str, str, str]]:

@@ -24,6 +24,7 @@ from rag_integration.core.index_cache import INDEX_CACHE, IndexKey, configure_in
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import rank_hits
 from rag_integration.core.queries import read_corpus, read_queries
+from rag_integration.core.schema import STRING, Shape, passages_shape
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,10 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
         settings = cls.read_settings(reader)
         configure_index_cache(reader)
         return {cls.FEATURE_NAME: cls.orchestrated_rows(request, settings)}
+
+    @classmethod
+    def output_shape(cls, reader: OptionReader) -> Shape:
+        return {"answer": STRING, "documents": passages_shape()}
 
     @classmethod
     def orchestrated_rows(cls, request: OrchestratorRequest, settings: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.extras import require_module
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.options import OptionReader
+from rag_integration.core.schema import JSON, STRING, Shape
 from rag_integration.feature_groups.connectors.structured.plan import QueryPlan
 from rag_integration.feature_groups.connectors.structured.question import Question
 from rag_integration.feature_groups.connectors.structured.table import TableSpec
@@ -47,6 +48,11 @@ class BaseStructuredConnector(SelectorFeatureGroup):
 
         with SqliteSandbox(table, time_limit=time_limit, max_rows=max_rows) as sandbox:
             return {cls.FEATURE_NAME: [cls.ask(sandbox, question) for question in questions]}
+
+    @classmethod
+    def output_shape(cls, reader: OptionReader) -> Shape:
+        """``params`` and ``rows`` hold any SQLite value, so the columnar frameworks carry them as JSON."""
+        return {"sql": STRING, "params": JSON, "rows": JSON}
 
     @classmethod
     def ask(cls, sandbox: SqliteSandbox, text: str) -> dict[str, Any]:
