@@ -19,7 +19,6 @@ class FrameAdapter:
     """PythonDict: columns are lists of Python values and stay so."""
 
     FRAMEWORK: ClassVar[str] = "PythonDictFramework"
-    MODULE: ClassVar[str] = ""
 
     def readable(self, data: Any) -> Any:
         """``data`` in a form ``column_values`` reads (None for a root request)."""
@@ -29,52 +28,57 @@ class FrameAdapter:
         """The output: ``values`` as column ``name`` beside the readable upstream rows (None for a root)."""
         return {name: values}
 
-    def arrow_column(self, name: str, values: list[Any], shape: Shape) -> Any:
-        import pyarrow as pa
 
-        encoded = [encode(value, shape, f"{name}[{position}]") for position, value in enumerate(values)]
-        return pa.array(encoded, type=arrow_type(shape))
-
-
-class PyArrowAdapter(FrameAdapter):
-    FRAMEWORK = "PyArrowTable"
-    MODULE = "pyarrow"
+class ArrowBackedAdapter(FrameAdapter):
+    """Frameworks whose columns are typed: values become an Arrow array of the declared shape, then the
+    framework's own column."""
 
     def write(self, name: str, values: list[Any], shape: Shape, data: Any) -> Any:
         import pyarrow as pa
 
-        column = self.arrow_column(name, values, shape)
-        if data is None or data.num_rows != len(values):
+        encoded = [encode(value, shape, f"{name}[{position}]") for position, value in enumerate(values)]
+        return self.attach(name, pa.array(encoded, type=arrow_type(shape)), data)
+
+    def attach(self, name: str, column: Any, data: Any) -> Any:
+        """A frame of ``data``'s rows with the Arrow ``column`` added (a new frame when the row counts differ)."""
+        raise NotImplementedError
+
+
+class PyArrowAdapter(ArrowBackedAdapter):
+    FRAMEWORK = "PyArrowTable"
+
+    def attach(self, name: str, column: Any, data: Any) -> Any:
+        import pyarrow as pa
+
+        if data is None or data.num_rows != len(column):
             return pa.table({name: column})
         return data.append_column(name, column)
 
 
-class PandasAdapter(FrameAdapter):
+class PandasAdapter(ArrowBackedAdapter):
     """Pandas columns hold the Arrow type (``pd.ArrowDtype``), so a cell reads back as the same Python values."""
 
     FRAMEWORK = "PandasDataFrame"
-    MODULE = "pandas"
 
-    def write(self, name: str, values: list[Any], shape: Shape, data: Any) -> Any:
+    def attach(self, name: str, column: Any, data: Any) -> Any:
         import pandas as pd
 
-        column = pd.Series(pd.arrays.ArrowExtensionArray(self.arrow_column(name, values, shape)), name=name)
-        if data is None or len(data) != len(values):
-            return pd.DataFrame({name: column})
-        return data.assign(**{name: column.set_axis(data.index)})
+        series = pd.Series(pd.arrays.ArrowExtensionArray(column), name=name)
+        if data is None or len(data) != len(column):
+            return pd.DataFrame({name: series})
+        return data.assign(**{name: series.set_axis(data.index)})
 
 
-class PolarsAdapter(FrameAdapter):
+class PolarsAdapter(ArrowBackedAdapter):
     FRAMEWORK = "PolarsDataFrame"
-    MODULE = "polars"
 
-    def write(self, name: str, values: list[Any], shape: Shape, data: Any) -> Any:
+    def attach(self, name: str, column: Any, data: Any) -> Any:
         import polars as pl
 
-        column = pl.Series(name, self.arrow_column(name, values, shape))
-        if data is None or data.height != len(values):
-            return pl.DataFrame([column])
-        return data.with_columns(column)
+        series = pl.Series(name, column)
+        if data is None or data.height != len(column):
+            return pl.DataFrame([series])
+        return data.with_columns(series)
 
 
 class PolarsLazyAdapter(PolarsAdapter):
@@ -85,23 +89,21 @@ class PolarsLazyAdapter(PolarsAdapter):
     def readable(self, data: Any) -> Any:
         return None if data is None else data.collect()
 
-    def write(self, name: str, values: list[Any], shape: Shape, data: Any) -> Any:
-        return super().write(name, values, shape, data).lazy()
+    def attach(self, name: str, column: Any, data: Any) -> Any:
+        return super().attach(name, column, data).lazy()
 
 
-class SparkAdapter(FrameAdapter):
+class SparkAdapter(ArrowBackedAdapter):
     """Spark frames are fetched to the driver as Arrow for the families that need every row at once; retrieval over
     a frame of queries does not come here but answers each partition on the executors (``core.spark``)."""
 
     FRAMEWORK = "SparkFramework"
-    MODULE = "pyspark"
 
     def readable(self, data: Any) -> Any:
         return None if data is None else data.toArrow()
 
-    def write(self, name: str, values: list[Any], shape: Shape, data: Any) -> Any:
-        table = PyArrowAdapter().write(name, values, shape, data)
-        return spark_session().createDataFrame(table)
+    def attach(self, name: str, column: Any, data: Any) -> Any:
+        return spark_session().createDataFrame(PyArrowAdapter().attach(name, column, data))
 
 
 def spark_session() -> Any:

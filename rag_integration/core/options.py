@@ -39,6 +39,15 @@ class OptionReader:
     def has(self, key: str) -> bool:
         return self.raw(key) is not None
 
+    def snapshot(self) -> OptionReader:
+        """The same options as a plain dict (group over context, as mloda looks them up), to ship to another
+        process: mloda's ``Options`` carries planning state that need not travel."""
+        group = getattr(self._options, "group", None)
+        context = getattr(self._options, "context", None)
+        if isinstance(group, Mapping) and isinstance(context, Mapping):
+            return OptionReader({**context, **group}, self.owner)
+        return OptionReader(dict(self._options) if isinstance(self._options, Mapping) else self._options, self.owner)
+
     def _absent(self, key: str, default: Any, expected: str) -> Any:
         if default is REQUIRED:
             raise MissingOptionError(key, expected, owner=self.owner or None)

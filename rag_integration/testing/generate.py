@@ -14,8 +14,7 @@ from typing import Any, ClassVar
 import pytest
 
 from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError, MissingOptionError
-from rag_integration.testing.kit import ContractKit
-from rag_integration.testing.rerank import KitItemRows, kit_rows_feature
+from rag_integration.testing.kit import ContractKit, KitItemRows, kit_rows_feature
 from rag_integration.testing.runner import run_feature
 
 PASSAGES: list[dict[str, Any]] = [
@@ -63,6 +62,15 @@ class GenerateContractTests(ContractKit):
     """Every generate backend must pass these; each test runs through ``mlodaAPI.run_all``."""
 
     feature_name: ClassVar[str] = "generated_answer"
+
+    @classmethod
+    def parity_requests(cls) -> list[dict[str, Any]]:
+        queries = ["How many litres of oil does Dr. Weber recommend?", "Wie viele Einwohner hat München?", "zyxwvut"]
+        return [
+            {"query_text": queries, "passages": RETRIEVED},
+            {"query_text": queries[:2], "passages_source": kit_rows_feature([RETRIEVED[:2], RETRIEVED[2:]])},
+            {"query_text": "engine oil", "passages": []},
+        ]
 
     @classmethod
     def cites_one_passage(cls) -> bool:

@@ -15,8 +15,7 @@ from mloda.user import Feature, Options
 
 from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError, MissingOptionError
 from rag_integration.feature_groups.connectors.graph_rag.triples_knowledge_graph import TriplesKnowledgeGraph
-from rag_integration.testing.kit import ContractKit
-from rag_integration.testing.rerank import KitItemRows, kit_rows_feature
+from rag_integration.testing.kit import ContractKit, KitItemRows, kit_rows_feature
 from rag_integration.testing.runner import run_feature
 
 NODES: list[dict[str, Any]] = [
@@ -47,6 +46,18 @@ class GraphRagContractTests(ContractKit):
     """Every graph_rag backend must pass these; each test runs through ``mlodaAPI.run_all``."""
 
     feature_name: ClassVar[str] = "graph_passages"
+
+    @classmethod
+    def parity_requests(cls) -> list[dict[str, Any]]:
+        mixed = [dict(node, year=1898 if position % 2 else "unknown") for position, node in enumerate(NODES)]
+        second = {"nodes": NODES[3:], "edges": [["lava", "basalt"]]}
+        return [
+            {"query_text": ["Nobel Prize", "zyxwvut"], "nodes": mixed, "edges": EDGES, "return_metadata": True},
+            {
+                "query_text": ["Nobel Prize", "lava"],
+                "graph_source": kit_rows_feature([{"nodes": NODES, "edges": []}, second]),
+            },
+        ]
 
     def rank(self, **options: Any) -> list[Any]:
         return self.run(**options)

@@ -17,7 +17,7 @@ import pytest
 from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError
 from rag_integration.core.index_cache import INDEX_CACHE
 from rag_integration.core.sentences import split_sentences
-from rag_integration.testing.kit import ContractKit
+from rag_integration.testing.kit import ContractKit, kit_rows_feature
 from rag_integration.testing.runner import query_and_corpus_errors, run_feature, run_in_fresh_process
 
 CORPUS: list[dict[str, Any]] = [
@@ -81,6 +81,14 @@ class OrchestratorContractTests(ContractKit):
     """Every orchestrator backend must pass these; each test runs through ``mlodaAPI.run_all``."""
 
     feature_name: ClassVar[str] = "orchestrated_answer"
+
+    @classmethod
+    def parity_requests(cls) -> list[dict[str, Any]]:
+        return [
+            {"query_text": ["cat windowsill", "engine oil filter for my car", "zyxwvut qqqq"], "corpus": CORPUS},
+            {"queries_source": kit_rows_feature(["moon tide ocean", "lava eruption"]), "corpus": CORPUS, "top_k": 2},
+            {"query_text": "comets", "corpus": CORPUS + TWINS, "top_k": 2},
+        ]
 
     @classmethod
     def matches_by_word_overlap(cls) -> bool:

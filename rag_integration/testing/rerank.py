@@ -11,11 +11,9 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import pytest
-from mloda.provider import FeatureGroup, FeatureSet
-from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 
 from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError, MissingOptionError
-from rag_integration.testing.kit import ContractKit
+from rag_integration.testing.kit import ContractKit, KitItemRows, kit_rows_feature
 from rag_integration.testing.retrieve import CORPUS
 from rag_integration.testing.runner import run_feature
 
@@ -24,7 +22,6 @@ CANDIDATES: list[dict[str, Any]] = [
     {"doc_id": doc["doc_id"], "text": doc["text"], "score": 1.0 / (position + 1), "rank": position + 1}
     for position, doc in enumerate(CORPUS)
 ]
-ROWS_FEATURE = "kit_item_rows"
 TWIN_TEXT = "identical twin passages about comets"
 DOCUMENTS: list[dict[str, Any]] = [
     {"doc_id": 7, "text": "comet tails glow", "source": "sky"},
@@ -33,35 +30,25 @@ DOCUMENTS: list[dict[str, Any]] = [
 KIT_TEXTS: tuple[str, ...] = (*(doc["text"] for doc in CORPUS), TWIN_TEXT, *(doc["text"] for doc in DOCUMENTS))
 
 
-class KitItemRows(FeatureGroup):
-    """A root feature whose rows are the ``kit_rows`` option: an upstream for ``*_source`` tests."""
-
-    @classmethod
-    def match_feature_group_criteria(
-        cls,
-        feature_name: FeatureName | str,
-        options: Options,
-        data_access_collection: DataAccessCollection | None = None,
-    ) -> bool:
-        return str(feature_name) == ROWS_FEATURE
-
-    def input_features(self, options: Options, feature_name: FeatureName) -> set[Feature] | None:
-        return None
-
-    @classmethod
-    def calculate_feature(cls, data: Any, features: FeatureSet) -> Any:
-        options = next(iter(features.features)).options
-        return {ROWS_FEATURE: list(options.get("kit_rows"))}
-
-
-def kit_rows_feature(rows: list[Any]) -> Feature:
-    return Feature(ROWS_FEATURE, options=Options(context={"kit_rows": rows}))
-
-
 class RerankContractTests(ContractKit):
     """Every rerank backend must pass these; each test runs through ``mlodaAPI.run_all``."""
 
     feature_name: ClassVar[str] = "reranked_passages"
+
+    @classmethod
+    def parity_requests(cls) -> list[dict[str, Any]]:
+        mixed = [
+            dict(row, metadata={"year": 2020 if position % 2 else "unknown", "tags": ["a", position]})
+            for position, row in enumerate(CANDIDATES)
+        ]
+        return [
+            {"query_text": ["cat windowsill", "engine oil"], "candidates": mixed, "return_metadata": True, "top_k": 4},
+            {
+                "query_text": ["dog garden", "moon tide"],
+                "candidates_source": kit_rows_feature([CANDIDATES[:3], CANDIDATES[3:]]),
+            },
+            {"query_text": "dog", "candidates": []},
+        ]
 
     def rerank(self, **options: Any) -> list[Any]:
         return self.run(**options)

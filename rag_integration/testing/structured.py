@@ -185,6 +185,11 @@ class StructuredContractTests(ContractKit):
     feature_name: ClassVar[str] = "structured_rows"
 
     @classmethod
+    def parity_requests(cls) -> list[dict[str, Any]]:
+        questions = [cls.known_question()[0], cls.listing_question()[0]]
+        return [{"table_name": TABLE, "columns": COLUMNS, "rows": EMPLOYEES, "question": questions}]
+
+    @classmethod
     def known_question(cls) -> tuple[str, list[dict[str, Any]]]:
         """A question about ``EMPLOYEES`` and exactly the rows it must return."""
         return "how many employees are in Berlin?", [{"count": 3}]
