@@ -1,11 +1,13 @@
 """Build each index once: a bounded in-process LRU, optionally backed by a folder on disk.
 
 An index is keyed by (backend, backend settings, corpus fingerprint), so a changed corpus or
-setting is a different key and can never be served a stale index.
+setting is a different key and can never be served a stale index. An index built elsewhere (on a Spark
+driver, say) can be shipped pickled and ``install``-ed under its key, so a worker never builds it again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -33,8 +35,15 @@ class IndexKey:
     corpus_fingerprint: str
 
     @classmethod
-    def of(cls, backend: str, settings: Mapping[str, Any], corpus_fingerprint: str) -> IndexKey:
-        return cls(backend, json.dumps(dict(settings), sort_keys=True, default=str), corpus_fingerprint)
+    def of(cls, backend: str, settings: Any, corpus_fingerprint: str) -> IndexKey:
+        """The key for index settings given as a frozen dataclass (or a plain mapping), as canonical JSON."""
+        if dataclasses.is_dataclass(settings) and not isinstance(settings, type):
+            fields = dataclasses.asdict(settings)
+        elif isinstance(settings, Mapping):
+            fields = dict(settings)
+        else:
+            raise TypeError(f"index settings must be a dataclass instance or a mapping, got {type(settings).__name__}")
+        return cls(backend, json.dumps(fields, sort_keys=True, default=str), corpus_fingerprint)
 
     def folder_name(self) -> str:
         digest = hashlib.sha256(f"{self.backend}\0{self.settings}\0{self.corpus_fingerprint}".encode()).hexdigest()
@@ -54,6 +63,7 @@ class CacheStats:
     builds: int = 0
     loads: int = 0
     hits: int = 0
+    installs: int = 0
 
 
 class IndexCache:
@@ -109,10 +119,34 @@ class IndexCache:
                 self.stats.builds += 1
                 if folder is not None and save is not None:
                     _save_atomically(folder, key, index, save)
-            if self.capacity > 0:
-                self._entries[key] = index
-                self._evict()
+            self._remember(key, index)
             return index
+
+    def get_or_load(self, key: IndexKey, load: Callable[[], Any]) -> Any:
+        """The index for ``key`` from memory, else read by ``load`` from a folder this cache does not manage (a
+        vector store written by the pipeline): counted as a load, since nothing is built."""
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                self.stats.hits += 1
+                return self._entries[key]
+            index = load()
+            self.stats.loads += 1
+            self._remember(key, index)
+            return index
+
+    def install(self, key: IndexKey, index: Any) -> None:
+        """Put an index built elsewhere (unpickled on a Spark executor) under ``key``; counted in ``installs``,
+        never as a build. With ``capacity`` 0 nothing is kept, as for a built index."""
+        with self._lock:
+            self.stats.installs += 1
+            self._remember(key, index)
+
+    def _remember(self, key: IndexKey, index: Any) -> None:
+        if self.capacity > 0:
+            self._entries[key] = index
+            self._entries.move_to_end(key)
+            self._evict()
 
     def _evict(self) -> None:
         while len(self._entries) > self.capacity:

@@ -1,12 +1,14 @@
-"""FAISS inner-product indexes over normalised vectors: build, search with a mask, write, read.
+"""FAISS inner-product indexes over normalised vectors: typed settings, build, search with a mask, write, read.
 
 Shared by the dense retriever and the stage pipeline's vector store, so both rank identically.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,29 +21,90 @@ from rag_integration.core.passages import Hits
 
 FAISS_INDEX_TYPES = ("flat", "hnsw", "ivf")
 FAISS_INDEX_FILE = "index.faiss"
-SEARCH_SETTINGS = ("hnsw_ef_search", "ivf_nprobe")
-"""Settings that only steer a search: they are not part of an index's identity, so changing them never rebuilds."""
+
+
+@dataclass(frozen=True)
+class FaissIndexSettings:
+    """What shapes a FAISS index, hence part of its cache key: the kind and its build knobs."""
+
+    kind: str = "flat"
+    hnsw_m: int = 32
+    ivf_nlist: int = 0
+
+
+@dataclass(frozen=True)
+class FaissSearchSettings:
+    """What only steers a search (never part of a key): HNSW breadth, IVF cells probed, OpenMP threads."""
+
+    hnsw_ef_search: int = 128
+    ivf_nprobe: int = 8
+    threads: int = 1
+
+
+@dataclass(frozen=True)
+class FaissSettings:
+    """Every FAISS option of one request, split into the index's shape and the search knobs."""
+
+    index: FaissIndexSettings
+    search: FaissSearchSettings
+
+    @classmethod
+    def read(cls, reader: OptionReader) -> FaissSettings:
+        """``faiss_index`` and its tuning knobs, validated; ``search_threads`` as well."""
+        return cls(
+            FaissIndexSettings(
+                kind=reader.choice("faiss_index", FAISS_INDEX_TYPES, default="flat"),
+                hnsw_m=reader.integer("hnsw_m", default=32, minimum=4, maximum=256),
+                ivf_nlist=reader.integer("ivf_nlist", default=0, minimum=0),
+            ),
+            FaissSearchSettings(
+                hnsw_ef_search=reader.integer("hnsw_ef_search", default=128, minimum=1),
+                ivf_nprobe=reader.integer("ivf_nprobe", default=8, minimum=1),
+                threads=read_search_threads(reader),
+            ),
+        )
+
+    @classmethod
+    def from_manifest(cls, raw: Mapping[str, Any], threads: int = 1) -> FaissSettings:
+        """The settings a vector store's manifest records (option names as keys), searched with ``threads``."""
+        return cls(
+            FaissIndexSettings(raw["faiss_index"], raw["hnsw_m"], raw["ivf_nlist"]),
+            FaissSearchSettings(raw["hnsw_ef_search"], raw["ivf_nprobe"], threads),
+        )
+
+    def manifest(self) -> dict[str, Any]:
+        """Option name -> value, as a vector store's manifest keeps them; the thread count is per request."""
+        return {
+            "faiss_index": self.index.kind,
+            "hnsw_m": self.index.hnsw_m,
+            "ivf_nlist": self.index.ivf_nlist,
+            "hnsw_ef_search": self.search.hnsw_ef_search,
+            "ivf_nprobe": self.search.ivf_nprobe,
+        }
+
+
+def read_search_threads(reader: OptionReader) -> int:
+    """``search_threads`` (int >= 1, default 1): one thread is deterministic and starts no worker pool."""
+    threads: int = reader.integer("search_threads", default=1, minimum=1)
+    return threads
 
 
 def read_faiss_settings(reader: OptionReader) -> dict[str, Any]:
-    """The FAISS options (``faiss_index`` and its tuning knobs), validated."""
-    return {
-        "faiss_index": reader.choice("faiss_index", FAISS_INDEX_TYPES, default="flat"),
-        "hnsw_m": reader.integer("hnsw_m", default=32, minimum=4, maximum=256),
-        "hnsw_ef_search": reader.integer("hnsw_ef_search", default=128, minimum=1),
-        "ivf_nlist": reader.integer("ivf_nlist", default=0, minimum=0),
-        "ivf_nprobe": reader.integer("ivf_nprobe", default=8, minimum=1),
-    }
+    """The FAISS options in a vector store manifest's form, for the ``__indexed`` stage."""
+    return FaissSettings.read(reader).manifest()
 
 
-def build_faiss_index(vectors: npt.NDArray[np.float32], settings: Mapping[str, Any], backend: str) -> Any:
+def build_faiss_index(
+    vectors: npt.NDArray[np.float32], settings: FaissIndexSettings | Mapping[str, Any], backend: str
+) -> Any:
+    """A FAISS index over ``vectors``; ``settings`` may be a manifest's mapping (as the ``__indexed`` stage keeps)."""
     faiss = require_module("faiss", backend, "faiss")
+    shape = settings if isinstance(settings, FaissIndexSettings) else FaissSettings.from_manifest(settings).index
     count, dimension = vectors.shape
-    kind = settings["faiss_index"]
-    if kind == "hnsw":
-        index = faiss.IndexHNSWFlat(dimension, settings["hnsw_m"], faiss.METRIC_INNER_PRODUCT)
-    elif kind == "ivf":
-        nlist = settings["ivf_nlist"] or max(1, min(int(4 * math.sqrt(count)), count // 39))
+    if shape.kind == "hnsw":
+        index = faiss.IndexHNSWFlat(dimension, shape.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+    elif shape.kind == "ivf":
+        nlist = shape.ivf_nlist or max(1, min(int(4 * math.sqrt(count)), count // 39))
         quantizer = faiss.IndexFlatIP(dimension)
         index = faiss.IndexIVFFlat(quantizer, dimension, max(1, min(nlist, count)), faiss.METRIC_INNER_PRODUCT)
         index.cp.min_points_per_centroid = 1  # small corpora train fine; silence faiss's warning
@@ -49,12 +112,8 @@ def build_faiss_index(vectors: npt.NDArray[np.float32], settings: Mapping[str, A
     else:
         index = faiss.IndexFlatIP(dimension)
     # HNSW insertion order depends on thread scheduling; one thread keeps the graph identical every run.
-    threads = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(1)
-    try:
+    with _omp_threads(faiss, 1):
         index.add(vectors)
-    finally:
-        faiss.omp_set_num_threads(threads)
     return index
 
 
@@ -63,24 +122,46 @@ def search_faiss_index(
     query_vectors: npt.NDArray[np.float32],
     depth: int,
     allowed: npt.NDArray[np.bool_] | None,
-    settings: Mapping[str, Any],
+    settings: FaissSettings,
     backend: str,
 ) -> list[Hits]:
     """Up to ``depth`` ``(position, inner product)`` hits per query; positions outside ``allowed`` never appear."""
     faiss = require_module("faiss", backend, "faiss")
     selector = None if allowed is None else faiss.IDSelectorBatch(np.flatnonzero(allowed).astype(np.int64))
-    kind = settings["faiss_index"]
-    if kind == "hnsw":
-        params = faiss.SearchParametersHNSW(efSearch=max(settings["hnsw_ef_search"], depth), sel=selector)
-    elif kind == "ivf":
-        params = faiss.SearchParametersIVF(nprobe=settings["ivf_nprobe"], sel=selector)
+    search = settings.search
+    if settings.index.kind == "hnsw":
+        params = faiss.SearchParametersHNSW(efSearch=max(search.hnsw_ef_search, depth), sel=selector)
+    elif settings.index.kind == "ivf":
+        params = faiss.SearchParametersIVF(nprobe=search.ivf_nprobe, sel=selector)
     else:
         params = faiss.SearchParameters(sel=selector)
-    scores, positions = index.search(query_vectors, depth, params=params)
+    with _omp_threads(faiss, search.threads):
+        scores, positions = index.search(query_vectors, depth, params=params)
     return [
         [(int(position), float(score)) for position, score in zip(row_positions, row_scores) if position >= 0]
         for row_positions, row_scores in zip(positions, scores)
     ]
+
+
+@contextlib.contextmanager
+def _omp_threads(faiss: Any, threads: int) -> Iterator[None]:
+    """Run a block with FAISS's OpenMP thread count set, and restore the process's count after it."""
+    previous = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(threads)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(previous)
+
+
+def faiss_index_bytes(index: Any, backend: str) -> bytes:
+    """The index in FAISS's own serial form: what a pickled index carries, so it never depends on SWIG objects."""
+    return bytes(require_module("faiss", backend, "faiss").serialize_index(index).tobytes())
+
+
+def faiss_index_from_bytes(data: bytes, backend: str) -> Any:
+    faiss = require_module("faiss", backend, "faiss")
+    return faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8).copy())
 
 
 def write_faiss_index(index: Any, path: Path, backend: str) -> None:

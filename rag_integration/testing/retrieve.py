@@ -1,8 +1,9 @@
 """The retrieve contract kit.
 
 Subclass ``RetrieveContractTests`` in a test module and implement ``connector_class``; override
-``backend_options`` for options your backend needs in tests (e.g. a small embedder), and
-``matches_by_word_overlap`` if a query sharing no word with a document may still retrieve it.
+``backend_options`` for options your backend needs in tests (e.g. a small embedder),
+``matches_by_word_overlap`` if a query sharing no word with a document may still retrieve it, and
+``request`` if the backend answers from something that must exist before the request (a store on disk).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from typing import Any, ClassVar
 import pytest
 
 from rag_integration.core.documents import Corpus
-from rag_integration.core.embedders import get_embedder
 from rag_integration.core.errors import ConnectorError, DuplicateDocIdError, InvalidOptionError
 from rag_integration.core.index_cache import INDEX_CACHE
 from rag_integration.feature_groups.rag_pipeline import STAGES, VectorStoreRetriever
@@ -48,8 +48,11 @@ class RetrieveContractTests(ContractKit):
         """Metadata keys the backend adds to every document (e.g. where it was read from)."""
         return frozenset()
 
-    def retrieve(self, **options: Any) -> list[Any]:
-        return self.run(**options)
+    def retrieve(self, *, in_group: bool = False, **options: Any) -> list[Any]:
+        """The rows for one request (options in ``context``, or in ``group`` with ``in_group``)."""
+        if not in_group:
+            return self.run(**options)
+        return run_feature(self.feature_name, self.request(**options), {self.connector_class()}, in_group=True)
 
     def one(self, **options: Any) -> list[dict[str, Any]]:
         rows = self.retrieve(**options)
@@ -171,15 +174,7 @@ class RetrieveContractTests(ContractKit):
         assert INDEX_CACHE.stats.builds == 0 and INDEX_CACHE.stats.loads >= 1
 
     def test_options_in_group_work_too(self) -> None:
-        connector = self.connector_class()
-        request = {
-            "retrieve_backend": connector.BACKEND,
-            **self.backend_options(),
-            "query_text": "engine oil",
-            "corpus": CORPUS,
-            "top_k": 1,
-        }
-        rows = run_feature(self.feature_name, request, {connector}, in_group=True)
+        rows = self.retrieve(query_text="engine oil", corpus=CORPUS, top_k=1, in_group=True)
         assert rows[0][0]["doc_id"] == "engine"
 
     @pytest.mark.parametrize(("options", "error", "option_name"), query_and_corpus_errors(CORPUS))
@@ -195,23 +190,18 @@ class RetrieveContractTests(ContractKit):
 
     def test_same_ranking_in_a_fresh_process(self) -> None:
         connector = self.connector_class()
-        options = {
-            "retrieve_backend": connector.BACKEND,
-            **self.backend_options(),
-            "query_text": ["the cat and the dog", "oil"],
-            "corpus": CORPUS,
-            "top_k": 4,
-        }
-        assert run_in_fresh_process(self.feature_name, options, connector) == self.retrieve(**options)
+        request = self.request(query_text=["the cat and the dog", "oil"], corpus=CORPUS, top_k=4)
+        assert run_in_fresh_process(self.feature_name, request, connector) == run_feature(
+            self.feature_name, request, {connector}
+        )
 
 
 class VectorStoreContractTests(RetrieveContractTests):
     """The retrieve kit for the stage pipeline's ``vector_store`` backend, which answers from a store on disk.
 
-    Before each request the adapter builds the request's corpus into a store with the pipeline's own stages
-    (``docs__embedded__indexed``), then asks ``vector_store`` with that corpus, which it checks against the store.
-    Where the kit's checks assume an inline-only backend (a corpus is required, the index is rebuilt from options),
-    this class states the store-backed equivalent instead.
+    Before each request, ``request`` builds the request's corpus into a store with the pipeline's own stages
+    (``docs__embedded__indexed``) and points ``index_dir`` at it; ``vector_store`` then checks the corpus against
+    the store. Everything else is the family's kit unchanged.
     """
 
     store_root: Path
@@ -230,22 +220,19 @@ class VectorStoreContractTests(RetrieveContractTests):
 
     @classmethod
     def added_metadata_keys(cls) -> frozenset[str]:
-        return frozenset({"source"})
+        return frozenset({"source"})  # the inline document stage records where each document came from
 
     @pytest.fixture(autouse=True)
     def _store_root(self, tmp_path: Path) -> None:
         self.store_root = tmp_path
 
-    def retrieve(self, **options: Any) -> list[Any]:
-        request = {**self.backend_options(), **options}
+    def request(self, **options: Any) -> dict[str, Any]:
+        request = super().request(**options)
         folder = self.build_store(request)
-        if folder is not None:
-            request["index_dir"] = str(folder)
-        return super().retrieve(**request)
+        return request if folder is None else {**request, "index_dir": str(folder)}
 
-    def build_store(self, request: dict[str, Any]) -> Path | None:
-        """Build the request's corpus into a store (once per corpus); None when the corpus cannot be built."""
-
+    def build_store(self, request: Mapping[str, Any]) -> Path | None:
+        """Build the request's corpus into a store (once per corpus); None when there is no corpus to build."""
         try:
             corpus = Corpus(request["corpus"])
         except (KeyError, ConnectorError):
@@ -265,54 +252,12 @@ class VectorStoreContractTests(RetrieveContractTests):
             run_feature("docs__embedded__indexed", stage_options, set(STAGES))
         return folder
 
-    @pytest.mark.parametrize(
-        ("options", "error", "option_name"),
-        [case for case in query_and_corpus_errors(CORPUS) if case[0] != {"query_text": "cat"}],
-    )
-    def test_bad_input_is_a_typed_error(
-        self, options: Mapping[str, Any], error: type[Exception], option_name: str
-    ) -> None:
-        with pytest.raises(error, match=option_name):
-            self.retrieve(**options)
-
     def test_without_a_corpus_the_store_alone_answers(self) -> None:
         with_corpus = self.retrieve(query_text="engine oil", corpus=CORPUS)
-        folder = self.build_store({**self.backend_options(), "corpus": CORPUS})
+        folder = self.request(corpus=CORPUS)["index_dir"]
         alone = run_feature(
             self.feature_name,
-            {"retrieve_backend": "vector_store", "index_dir": str(folder), "query_text": "engine oil"},
+            {"retrieve_backend": "vector_store", "index_dir": folder, "query_text": "engine oil"},
             {self.connector_class()},
         )
         assert alone == with_corpus
-
-    def test_index_dir_persists_and_reloads(self, tmp_path: Path) -> None:
-
-        first = self.retrieve(query_text=["cat", "engine oil"], corpus=CORPUS, index_dir=str(tmp_path))
-        INDEX_CACHE.clear()
-        embedder = get_embedder(self.backend_options()["embedding_model"])
-        embedded = embedder.texts_embedded
-        assert self.retrieve(query_text=["cat", "engine oil"], corpus=CORPUS, index_dir=str(tmp_path)) == first
-        assert embedder.texts_embedded - embedded == 2  # the queries only: the store was read, not rebuilt
-
-    def test_options_in_group_work_too(self) -> None:
-        folder = self.build_store({**self.backend_options(), "corpus": CORPUS})
-        request = {
-            "retrieve_backend": "vector_store",
-            "index_dir": str(folder),
-            "query_text": "engine oil",
-            "corpus": CORPUS,
-            "top_k": 1,
-        }
-        rows = run_feature(self.feature_name, request, {self.connector_class()}, in_group=True)
-        assert rows[0][0]["doc_id"] == "engine"
-
-    def test_same_ranking_in_a_fresh_process(self) -> None:
-        folder = self.build_store({**self.backend_options(), "corpus": CORPUS})
-        options = {
-            "retrieve_backend": "vector_store",
-            "index_dir": str(folder),
-            "corpus": CORPUS,
-            "query_text": ["the cat and the dog", "oil"],
-            "top_k": 4,
-        }
-        assert run_in_fresh_process(self.feature_name, options, self.connector_class()) == self.retrieve(**options)

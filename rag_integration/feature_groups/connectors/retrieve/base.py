@@ -1,9 +1,14 @@
-"""The retrieve contract: options, validation, index reuse and passage rows. Backends fill four hooks."""
+"""The retrieve contract: options, validation, index reuse and passage rows. Backends fill a few hooks.
+
+Settings are frozen dataclasses: ``read_settings`` validates a request's options once, ``index_settings`` is the
+part that shapes the index (its cache key). Index objects pickle, so an index built once can be shipped to
+workers and ``INDEX_CACHE.install``-ed there under ``index_key``.
+"""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -18,25 +23,36 @@ from rag_integration.core.queries import read_corpus, read_index_dir, read_queri
 
 @dataclass(frozen=True)
 class RetrieveRequest:
-    """One validated request: every query of it is answered by one batched search."""
+    """One validated request: every query of it is answered by one batched search.
+
+    ``documents`` is None only for a backend whose corpus is optional (its store holds the documents) when the
+    request names none.
+    """
 
     queries: list[str]
-    documents: Sequence[Document]
+    documents: Sequence[Document] | None
     top_k: int
     metadata_filter: MetadataFilter | None
     return_metadata: bool
     index_dir: Path | None
 
     @classmethod
-    def read(cls, reader: OptionReader, data: Any) -> RetrieveRequest:
+    def read(cls, reader: OptionReader, data: Any, *, corpus_required: bool = True) -> RetrieveRequest:
+        queries = read_queries(reader, data)
+        given = corpus_required or reader.has("corpus") or reader.has("corpus_source")
         return cls(
-            queries=read_queries(reader, data),
-            documents=read_corpus(reader, data),
+            queries=queries,
+            documents=read_corpus(reader, data) if given else None,
             top_k=reader.integer("top_k", default=10, minimum=1),
             metadata_filter=MetadataFilter.from_option(reader.raw("filters")),
             return_metadata=reader.boolean("return_metadata", default=False),
             index_dir=read_index_dir(reader),
         )
+
+
+@dataclass(frozen=True)
+class NoSettings:
+    """The settings of a backend without options of its own."""
 
 
 class BaseRetrieveConnector(SelectorFeatureGroup):
@@ -47,34 +63,65 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
     SELECTOR: ClassVar[str] = "retrieve_backend"
     CORPUS_OPTIONS: ClassVar[tuple[str, ...]] = ("corpus",)
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"queries_source": "query_text", "corpus_source": "corpus"}
+    CORPUS_REQUIRED: ClassVar[bool] = True
+    """False for a backend whose documents come with its index (``open_index`` reads both from ``index_dir``)."""
 
     @classmethod
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
-        request = RetrieveRequest.read(reader, data)
+        request = RetrieveRequest.read(reader, data, corpus_required=cls.CORPUS_REQUIRED)
         settings = cls.read_settings(reader)
         configure_index_cache(reader)
         return {cls.FEATURE_NAME: cls.retrieve(request, settings)}
 
     @classmethod
-    def retrieve(cls, request: RetrieveRequest, settings: Mapping[str, Any]) -> list[list[dict[str, Any]]]:
-        """Rows for every query, built on the cached index for this corpus and these settings."""
-
-        index = functools.cache(lambda: cls.cached_index(request.documents, settings, request.index_dir))
+    def retrieve(cls, request: RetrieveRequest, settings: Any) -> list[list[dict[str, Any]]]:
+        """Rows for every query, ranked over the documents and index ``open_index`` gives."""
+        documents, index = cls.open_index(request, settings)
 
         def search(queries: list[str], depth: int, allowed: AllowedMask) -> list[Hits]:
             return cls.search(index(), queries, depth, allowed, settings)
 
         return rank_corpus(
-            request.documents, request.queries, request.top_k, search, request.metadata_filter, request.return_metadata
+            documents, request.queries, request.top_k, search, request.metadata_filter, request.return_metadata
         )
 
     @classmethod
-    def cached_index(cls, documents: Sequence[Document], settings: Mapping[str, Any], index_dir: Path | None) -> Any:
-        assert cls.BACKEND is not None
-        index_settings = cls.index_settings(settings)
-        key = IndexKey.of(cls.BACKEND, index_settings, corpus_fingerprint(documents))
+    def open_index(cls, request: RetrieveRequest, settings: Any) -> tuple[Sequence[Document], Callable[[], Any]]:
+        """The documents to rank and a call giving their index. By default the request's corpus, whose index is
+        built on first use only (nothing is built when no document can be returned) and cached."""
+        documents = request.documents
+        if documents is None:
+            raise TypeError(f"{cls.__name__} needs the request's corpus (CORPUS_REQUIRED) to build its index")
+        return documents, functools.cache(lambda: cls.cached_index(documents, settings, request.index_dir))
+
+    @classmethod
+    def indexes_for(cls, request: RetrieveRequest, settings: Any) -> list[tuple[IndexKey, Any]]:
+        """The ``(key, index)`` pairs this request is answered with, built or loaded now. Installed in another
+        process's ``INDEX_CACHE`` (a Spark executor), they answer the same request there without building one."""
+        if not request.documents:
+            return []
+        return [
+            (
+                cls.index_key(request.documents, settings),
+                cls.cached_index(request.documents, settings, request.index_dir),
+            )
+        ]
+
+    @classmethod
+    def index_key(cls, documents: Sequence[Document], settings: Any) -> IndexKey:
+        """The cache key of the index for ``documents`` under these settings (search-only settings excluded)."""
+        return cls._key(documents, cls.index_settings(settings))
+
+    @classmethod
+    def cached_index(cls, documents: Sequence[Document], settings: Any, index_dir: Path | None) -> Any:
+        """The index under ``index_key``: from memory, else from ``index_dir``, else built (and saved there)."""
+        return cls.shared_index(documents, cls.index_settings(settings), index_dir)
+
+    @classmethod
+    def shared_index(cls, documents: Sequence[Document], index_settings: Any, index_dir: Path | None = None) -> Any:
+        """``cached_index`` given the index settings themselves, for a backend built on others' indexes."""
         return INDEX_CACHE.get_or_build(
-            key,
+            cls._key(documents, index_settings),
             lambda: cls.build_index(documents, index_settings),
             index_dir=index_dir,
             save=cls.save_index,
@@ -82,14 +129,13 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         )
 
     @classmethod
+    def _key(cls, documents: Sequence[Document], index_settings: Any) -> IndexKey:
+        assert cls.BACKEND is not None
+        return IndexKey.of(cls.BACKEND, index_settings, corpus_fingerprint(documents))
+
+    @classmethod
     def search_exact(
-        cls,
-        index: Any,
-        queries: list[str],
-        top_k: int,
-        allowed: AllowedMask,
-        document_count: int,
-        settings: Mapping[str, Any],
+        cls, index: Any, queries: list[str], top_k: int, allowed: AllowedMask, document_count: int, settings: Any
     ) -> list[Hits]:
         """Hits with every tie at the ``top_k`` cut included, for a caller that ranks them itself."""
         return search_with_exact_ties(
@@ -97,23 +143,22 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         )
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
-        """The backend's options, validated once per request; JSON-serialisable."""
-        return {}
+    def read_settings(cls, reader: OptionReader) -> Any:
+        """The backend's options as a frozen, picklable dataclass, validated once per request."""
+        return NoSettings()
 
     @classmethod
-    def index_settings(cls, settings: Mapping[str, Any]) -> dict[str, Any]:
-        """The part of the settings that shapes the index (its cache key); the rest only steers searches."""
-        return dict(settings)
+    def index_settings(cls, settings: Any) -> Any:
+        """The frozen part of the settings that shapes the index (its cache key); the rest only steers searches."""
+        return settings
 
     @classmethod
-    def build_index(cls, documents: Sequence[Document], settings: Mapping[str, Any]) -> Any:
+    def build_index(cls, documents: Sequence[Document], settings: Any) -> Any:
+        """A picklable index over ``documents``, given ``index_settings``."""
         raise NotImplementedError
 
     @classmethod
-    def search(
-        cls, index: Any, queries: list[str], depth: int, allowed: AllowedMask, settings: Mapping[str, Any]
-    ) -> list[Hits]:
+    def search(cls, index: Any, queries: list[str], depth: int, allowed: AllowedMask, settings: Any) -> list[Hits]:
         """Up to ``depth`` best ``(document position, score)`` hits per query, never one outside ``allowed``."""
         raise NotImplementedError
 
@@ -122,5 +167,5 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         raise NotImplementedError
 
     @classmethod
-    def load_index(cls, folder: Path, settings: Mapping[str, Any]) -> Any:
+    def load_index(cls, folder: Path, settings: Any) -> Any:
         raise NotImplementedError

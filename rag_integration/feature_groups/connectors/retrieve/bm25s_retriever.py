@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -13,15 +13,50 @@ from rag_integration.core.documents import Document
 from rag_integration.core.extras import require_module
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import AllowedMask, Hits
+from rag_integration.core.vector_index import read_search_threads
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
 BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+TOKENIZER_VOCABULARY = ("word_to_stem", "stem_to_sid", "word_to_id")
+"""The tokenizer's learned state (what bm25s's ``save_vocab`` writes); its stemmer is rebuilt from the settings."""
+
+
+@dataclass(frozen=True)
+class Bm25sIndexSettings:
+    """What shapes a bm25s index: the BM25 variant, its parameters and whether words are stemmed."""
+
+    k1: float
+    b: float
+    method: str
+    stemmer: bool
+
+
+@dataclass(frozen=True)
+class Bm25sSettings:
+    """A request's bm25s options: the index's shape plus ``search_threads``, which only steers a search."""
+
+    index: Bm25sIndexSettings
+    threads: int
 
 
 @dataclass(frozen=True)
 class Bm25sIndex:
+    """The BM25 arrays and the tokenizer that made them; pickles without PyStemmer's unpicklable ``Stemmer``."""
+
     retriever: Any
     tokenizer: Any
+    settings: Bm25sIndexSettings
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        vocabulary = {name: getattr(self.tokenizer, name) for name in TOKENIZER_VOCABULARY}
+        return (_restore_index, (self.retriever, vocabulary, self.settings))
+
+
+def _restore_index(retriever: Any, vocabulary: dict[str, Any], settings: Bm25sIndexSettings) -> Bm25sIndex:
+    tokenizer = _tokenizer(settings)
+    for name, value in vocabulary.items():
+        setattr(tokenizer, name, value)
+    return Bm25sIndex(retriever, tokenizer, settings)
 
 
 class Bm25sRetriever(BaseRetrieveConnector):
@@ -32,28 +67,33 @@ class Bm25sRetriever(BaseRetrieveConnector):
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("bm25s", "Stemmer")
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
-        return {
-            "k1": reader.number("bm25_k1", default=1.5, minimum=0.0),
-            "b": reader.number("bm25_b", default=0.75, minimum=0.0, maximum=1.0),
-            "method": reader.choice("bm25_method", BM25_METHODS, default="lucene"),
-            "stemmer": reader.boolean("stemmer", default=True),
-        }
+    def read_settings(cls, reader: OptionReader) -> Bm25sSettings:
+        index = Bm25sIndexSettings(
+            k1=reader.number("bm25_k1", default=1.5, minimum=0.0),
+            b=reader.number("bm25_b", default=0.75, minimum=0.0, maximum=1.0),
+            method=reader.choice("bm25_method", BM25_METHODS, default="lucene"),
+            stemmer=reader.boolean("stemmer", default=True),
+        )
+        return Bm25sSettings(index, read_search_threads(reader))
 
     @classmethod
-    def build_index(cls, documents: Sequence[Document], settings: Mapping[str, Any]) -> Bm25sIndex:
+    def index_settings(cls, settings: Bm25sSettings) -> Bm25sIndexSettings:
+        return settings.index
+
+    @classmethod
+    def build_index(cls, documents: Sequence[Document], settings: Bm25sIndexSettings) -> Bm25sIndex:
         bm25s = require_module("bm25s", "bm25s", "connectors")
         tokenizer = _tokenizer(settings)
         corpus_tokens = tokenizer.tokenize(
             [document.text for document in documents], return_as="tuple", show_progress=False
         )
-        retriever = bm25s.BM25(k1=settings["k1"], b=settings["b"], method=settings["method"])
+        retriever = bm25s.BM25(k1=settings.k1, b=settings.b, method=settings.method)
         retriever.index(corpus_tokens, show_progress=False)
-        return Bm25sIndex(retriever, tokenizer)
+        return Bm25sIndex(retriever, tokenizer, settings)
 
     @classmethod
     def search(
-        cls, index: Bm25sIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: Mapping[str, Any]
+        cls, index: Bm25sIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: Bm25sSettings
     ) -> list[Hits]:
         query_ids = index.tokenizer.tokenize(
             queries, update_vocab=False, return_as="ids", show_progress=False, allow_empty=False
@@ -65,8 +105,13 @@ class Bm25sRetriever(BaseRetrieveConnector):
         if not answerable:
             return results
         weight_mask = None if allowed is None else allowed.astype(np.float32)
+        # bm25s scores each query on its own, so any thread count ranks the same; 0 runs them without a pool.
         positions, scores = index.retriever.retrieve(
-            [query_ids[position] for position in answerable], k=depth, weight_mask=weight_mask, show_progress=False
+            [query_ids[position] for position in answerable],
+            k=depth,
+            weight_mask=weight_mask,
+            show_progress=False,
+            n_threads=settings.threads if settings.threads > 1 else 0,
         )
         for position, row_positions, row_scores in zip(answerable, positions, scores, strict=True):
             results[position] = [(int(doc), float(score)) for doc, score in zip(row_positions, row_scores, strict=True)]
@@ -78,14 +123,14 @@ class Bm25sRetriever(BaseRetrieveConnector):
         index.tokenizer.save_vocab(str(folder))
 
     @classmethod
-    def load_index(cls, folder: Path, settings: Mapping[str, Any]) -> Bm25sIndex:
+    def load_index(cls, folder: Path, settings: Bm25sIndexSettings) -> Bm25sIndex:
         bm25s = require_module("bm25s", "bm25s", "connectors")
         tokenizer = _tokenizer(settings)
         tokenizer.load_vocab(str(folder))
-        return Bm25sIndex(bm25s.BM25.load(str(folder), show_progress=False), tokenizer)
+        return Bm25sIndex(bm25s.BM25.load(str(folder), show_progress=False), tokenizer, settings)
 
 
-def _tokenizer(settings: Mapping[str, Any]) -> Any:
+def _tokenizer(settings: Bm25sIndexSettings) -> Any:
     bm25s = require_module("bm25s", "bm25s", "connectors")
-    stemmer = require_module("Stemmer", "bm25s", "connectors").Stemmer("english") if settings["stemmer"] else None
+    stemmer = require_module("Stemmer", "bm25s", "connectors").Stemmer("english") if settings.stemmer else None
     return bm25s.tokenization.Tokenizer(stopwords="en", stemmer=stemmer)

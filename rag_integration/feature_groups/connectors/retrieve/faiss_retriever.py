@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from rag_integration.core.documents import Document
-from rag_integration.core.embedders import DEFAULT_EMBEDDER, Embedder, QueryVectors, get_embedder
+from rag_integration.core.embedders import DEFAULT_EMBEDDER, QueryVectors, get_embedder
+from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import AllowedMask, Hits
 from rag_integration.core.vector_index import (
     FAISS_INDEX_FILE,
-    SEARCH_SETTINGS,
+    FaissIndexSettings,
+    FaissSearchSettings,
+    FaissSettings,
     build_faiss_index,
+    faiss_index_bytes,
+    faiss_index_from_bytes,
     read_faiss_index,
-    read_faiss_settings,
     search_faiss_index,
     write_faiss_index,
 )
@@ -24,11 +28,50 @@ from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieve
 
 
 @dataclass(frozen=True)
+class FaissDenseIndexSettings:
+    """What shapes a dense index: the model that made the vectors (id and the option naming it) and the FAISS
+    index's kind and build knobs."""
+
+    embedding_model: str
+    embedding_model_option: str
+    faiss: FaissIndexSettings
+
+
+@dataclass(frozen=True)
+class FaissDenseSettings:
+    """A request's dense options: the index's shape plus FAISS's search knobs (never part of the key)."""
+
+    index: FaissDenseIndexSettings
+    search: FaissSearchSettings
+
+    @property
+    def faiss(self) -> FaissSettings:
+        return FaissSettings(self.index.faiss, self.search)
+
+
+@dataclass(frozen=True)
 class FaissIndex:
+    """A FAISS index and the embedder for its queries. Pickles as FAISS's serial bytes and the model option; the
+    embedder (an ONNX session) is resolved again by ``get_embedder``, once per process."""
+
     index: Any
-    embedder: Embedder
-    settings: Mapping[str, Any]
+    settings: FaissDenseIndexSettings
     query_vectors: QueryVectors
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restore_index, (faiss_index_bytes(self.index, "faiss"), self.settings))
+
+
+def _restore_index(data: bytes, settings: FaissDenseIndexSettings) -> FaissIndex:
+    return _with_embedder(faiss_index_from_bytes(data, "faiss"), settings)
+
+
+def _with_embedder(index: Any, settings: FaissDenseIndexSettings) -> FaissIndex:
+    embedder = get_embedder(settings.embedding_model_option)
+    if embedder.model_id != settings.embedding_model:
+        expected = f"the model '{settings.embedding_model}' the index was built with"
+        raise IndexMismatchError("embedding_model", settings.embedding_model_option, expected)
+    return FaissIndex(index, settings, QueryVectors(embedder))
 
 
 class FaissDenseRetriever(BaseRetrieveConnector):
@@ -45,39 +88,32 @@ class FaissDenseRetriever(BaseRetrieveConnector):
     )
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
+    def read_settings(cls, reader: OptionReader) -> FaissDenseSettings:
         model_option = reader.string("embedding_model", default=DEFAULT_EMBEDDER)
         embedder = get_embedder(model_option)
-        return {
-            "embedding_model": embedder.model_id,
-            "embedding_model_option": model_option,
-            **read_faiss_settings(reader),
-        }
+        faiss = FaissSettings.read(reader)
+        return FaissDenseSettings(FaissDenseIndexSettings(embedder.model_id, model_option, faiss.index), faiss.search)
 
     @classmethod
-    def index_settings(cls, settings: Mapping[str, Any]) -> dict[str, Any]:
-        return {key: value for key, value in settings.items() if key not in SEARCH_SETTINGS}
+    def index_settings(cls, settings: FaissDenseSettings) -> FaissDenseIndexSettings:
+        return settings.index
 
     @classmethod
-    def build_index(cls, documents: Sequence[Document], settings: Mapping[str, Any]) -> FaissIndex:
-        embedder = get_embedder(settings["embedding_model_option"])
+    def build_index(cls, documents: Sequence[Document], settings: FaissDenseIndexSettings) -> FaissIndex:
+        embedder = get_embedder(settings.embedding_model_option)
         vectors = embedder.embed([document.text for document in documents])
-        return FaissIndex(
-            build_faiss_index(vectors, settings, "faiss"), embedder, dict(settings), QueryVectors(embedder)
-        )
+        return FaissIndex(build_faiss_index(vectors, settings.faiss, "faiss"), settings, QueryVectors(embedder))
 
     @classmethod
     def search(
-        cls, index: FaissIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: Mapping[str, Any]
+        cls, index: FaissIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: FaissDenseSettings
     ) -> list[Hits]:
-        return search_faiss_index(index.index, index.query_vectors(queries), depth, allowed, settings, "faiss")
+        return search_faiss_index(index.index, index.query_vectors(queries), depth, allowed, settings.faiss, "faiss")
 
     @classmethod
     def save_index(cls, index: FaissIndex, folder: Path) -> None:
         write_faiss_index(index.index, folder / FAISS_INDEX_FILE, "faiss")
 
     @classmethod
-    def load_index(cls, folder: Path, settings: Mapping[str, Any]) -> FaissIndex:
-        embedder = get_embedder(settings["embedding_model_option"])
-        index = read_faiss_index(folder / FAISS_INDEX_FILE, "faiss")
-        return FaissIndex(index, embedder, dict(settings), QueryVectors(embedder))
+    def load_index(cls, folder: Path, settings: FaissDenseIndexSettings) -> FaissIndex:
+        return _with_embedder(read_faiss_index(folder / FAISS_INDEX_FILE, "faiss"), settings)

@@ -1,7 +1,13 @@
-"""Hybrid retrieval: reciprocal-rank fusion of the bm25s and faiss rankings (each index cached on its own)."""
+"""Hybrid retrieval: reciprocal-rank fusion of the bm25s and faiss rankings.
+
+Each ranker's index is the one a ``bm25s`` or ``faiss`` request on the same corpus uses (shared in memory); the
+pair is cached, persisted and shipped as one index under the hybrid's own key.
+"""
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,17 +18,54 @@ from rag_integration.core.fusion import MIN_RRF_K, read_rrf_weights, rrf_fuse
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import AllowedMask, Hits
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
-from rag_integration.feature_groups.connectors.retrieve.bm25s_retriever import Bm25sRetriever
-from rag_integration.feature_groups.connectors.retrieve.faiss_retriever import FaissDenseRetriever
+from rag_integration.feature_groups.connectors.retrieve.bm25s_retriever import (
+    Bm25sIndexSettings,
+    Bm25sRetriever,
+    Bm25sSettings,
+)
+from rag_integration.feature_groups.connectors.retrieve.faiss_retriever import (
+    FaissDenseIndexSettings,
+    FaissDenseRetriever,
+    FaissDenseSettings,
+)
 
 RANKERS: tuple[type[BaseRetrieveConnector], ...] = (Bm25sRetriever, FaissDenseRetriever)
+DOC_IDS_FILE = "doc_ids.json"
+
+
+@dataclass(frozen=True)
+class HybridIndexSettings:
+    """What shapes the pair of indexes: each ranker's own index settings."""
+
+    bm25s: Bm25sIndexSettings
+    faiss: FaissDenseIndexSettings
+
+
+@dataclass(frozen=True)
+class HybridSettings:
+    """Both rankers' settings and the fusion's: ``rrf_k``, one weight per ranker, how deep each is read."""
+
+    bm25s: Bm25sSettings
+    faiss: FaissDenseSettings
+    rrf_k: float
+    weights: tuple[float, ...]
+    candidates: int
 
 
 @dataclass(frozen=True)
 class HybridIndex:
-    rankers: tuple[tuple[type[BaseRetrieveConnector], Any], ...]
+    """One index per ranker (in ``RANKERS`` order) and the corpus's doc_ids; pickles as its parts do."""
+
+    rankers: tuple[Any, ...]
     doc_ids: tuple[str, ...]
-    position_of: Mapping[str, int]
+
+    @property
+    def document_count(self) -> int:
+        return len(self.doc_ids)
+
+    @functools.cached_property
+    def position_of(self) -> dict[str, int]:
+        return {doc_id: position for position, doc_id in enumerate(self.doc_ids)}
 
 
 class HybridRrfRetriever(BaseRetrieveConnector):
@@ -33,42 +76,64 @@ class HybridRrfRetriever(BaseRetrieveConnector):
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = Bm25sRetriever.REQUIRED_MODULES + FaissDenseRetriever.REQUIRED_MODULES
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
-        return {
-            "rankers": {ranker.BACKEND: ranker.read_settings(reader) for ranker in RANKERS},
-            "rrf_k": reader.number("rrf_k", default=60.0, minimum=MIN_RRF_K),
-            "rrf_weights": read_rrf_weights(reader.raw("rrf_weights"), len(RANKERS)),
-            "rrf_candidates": reader.integer("rrf_candidates", default=100, minimum=1),
-        }
+    def read_settings(cls, reader: OptionReader) -> HybridSettings:
+        return HybridSettings(
+            bm25s=Bm25sRetriever.read_settings(reader),
+            faiss=FaissDenseRetriever.read_settings(reader),
+            rrf_k=reader.number("rrf_k", default=60.0, minimum=MIN_RRF_K),
+            weights=tuple(read_rrf_weights(reader.raw("rrf_weights"), len(RANKERS))),
+            candidates=reader.integer("rrf_candidates", default=100, minimum=1),
+        )
 
     @classmethod
-    def cached_index(cls, documents: Sequence[Document], settings: Mapping[str, Any], index_dir: Path | None) -> Any:
-        rankers = tuple(
-            (ranker, ranker.cached_index(documents, settings["rankers"][ranker.BACKEND], index_dir))
-            for ranker in RANKERS
+    def index_settings(cls, settings: HybridSettings) -> HybridIndexSettings:
+        return HybridIndexSettings(
+            Bm25sRetriever.index_settings(settings.bm25s), FaissDenseRetriever.index_settings(settings.faiss)
         )
-        doc_ids = tuple(document.doc_id for document in documents)
-        return HybridIndex(rankers, doc_ids, {doc_id: position for position, doc_id in enumerate(doc_ids)})
+
+    @classmethod
+    def build_index(cls, documents: Sequence[Document], settings: HybridIndexSettings) -> HybridIndex:
+        rankers = tuple(
+            ranker.shared_index(documents, ranker_settings)
+            for ranker, ranker_settings in zip(RANKERS, (settings.bm25s, settings.faiss), strict=True)
+        )
+        return HybridIndex(rankers, tuple(document.doc_id for document in documents))
 
     @classmethod
     def search(
-        cls, index: HybridIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: Mapping[str, Any]
+        cls, index: HybridIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: HybridSettings
     ) -> list[Hits]:
-        candidates = min(max(settings["rrf_candidates"], depth), len(index.doc_ids))
+        candidates = min(max(settings.candidates, depth), index.document_count)
         per_ranker = [
-            ranker.search_exact(
-                ranker_index, queries, candidates, allowed, len(index.doc_ids), settings["rankers"][ranker.BACKEND]
+            ranker.search_exact(ranker_index, queries, candidates, allowed, index.document_count, ranker_settings)
+            for ranker, ranker_index, ranker_settings in zip(
+                RANKERS, index.rankers, (settings.bm25s, settings.faiss), strict=True
             )
-            for ranker, ranker_index in index.rankers
         ]
         results = []
         for query_position in range(len(queries)):
             rankings = [_ranked_rows(hits[query_position], index.doc_ids) for hits in per_ranker]
-            fused = rrf_fuse(rankings, top_k=depth, k=settings["rrf_k"], weights=settings["rrf_weights"])
+            fused = rrf_fuse(rankings, top_k=depth, k=settings.rrf_k, weights=settings.weights)
             results.append([(index.position_of[row["doc_id"]], row["score"]) for row in fused])
         return results
 
+    @classmethod
+    def save_index(cls, index: HybridIndex, folder: Path) -> None:
+        for ranker, ranker_index in zip(RANKERS, index.rankers, strict=True):
+            assert ranker.BACKEND is not None
+            (folder / ranker.BACKEND).mkdir()
+            ranker.save_index(ranker_index, folder / ranker.BACKEND)
+        (folder / DOC_IDS_FILE).write_text(json.dumps(list(index.doc_ids)), encoding="ascii")
 
-def _ranked_rows(hits: Hits, doc_ids: Sequence[str]) -> list[dict[str, Any]]:
+    @classmethod
+    def load_index(cls, folder: Path, settings: HybridIndexSettings) -> HybridIndex:
+        rankers = tuple(
+            ranker.load_index(folder / str(ranker.BACKEND), ranker_settings)
+            for ranker, ranker_settings in zip(RANKERS, (settings.bm25s, settings.faiss), strict=True)
+        )
+        return HybridIndex(rankers, tuple(json.loads((folder / DOC_IDS_FILE).read_text(encoding="ascii"))))
+
+
+def _ranked_rows(hits: Hits, doc_ids: Sequence[str]) -> list[Mapping[str, Any]]:
     positive = sorted((hit for hit in hits if hit[1] > 0.0), key=lambda hit: (-hit[1], doc_ids[hit[0]]))
     return [{"doc_id": doc_ids[position], "text": ""} for position, _ in positive]

@@ -18,7 +18,17 @@ from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieve
 
 
 @dataclass(frozen=True)
+class TfidfSettings:
+    """What shapes a TF-IDF index; every option of this backend does, so these are its index settings too."""
+
+    sublinear_tf: bool
+    ngram_max: int
+
+
+@dataclass(frozen=True)
 class TfidfIndex:
+    """A fitted vectorizer and the l2-normalised document rows; both pickle as they are."""
+
     vectorizer: Any
     document_matrix: Any
 
@@ -31,14 +41,14 @@ class TfidfRetriever(BaseRetrieveConnector):
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("sklearn", "scipy")
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
-        return {
-            "sublinear_tf": reader.boolean("tfidf_sublinear_tf", default=True),
-            "ngram_max": reader.integer("tfidf_ngram_max", default=1, minimum=1, maximum=3),
-        }
+    def read_settings(cls, reader: OptionReader) -> TfidfSettings:
+        return TfidfSettings(
+            sublinear_tf=reader.boolean("tfidf_sublinear_tf", default=True),
+            ngram_max=reader.integer("tfidf_ngram_max", default=1, minimum=1, maximum=3),
+        )
 
     @classmethod
-    def build_index(cls, documents: Sequence[Document], settings: Mapping[str, Any]) -> TfidfIndex:
+    def build_index(cls, documents: Sequence[Document], settings: TfidfSettings) -> TfidfIndex:
         vectorizer = _vectorizer(settings)
         texts = [document.text for document in documents]
         try:
@@ -50,7 +60,7 @@ class TfidfRetriever(BaseRetrieveConnector):
 
     @classmethod
     def search(
-        cls, index: TfidfIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: Mapping[str, Any]
+        cls, index: TfidfIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: TfidfSettings
     ) -> list[Hits]:
         similarities = (index.vectorizer.transform(queries) @ index.document_matrix.T).toarray()
         if allowed is not None:
@@ -66,7 +76,7 @@ class TfidfRetriever(BaseRetrieveConnector):
         sparse.save_npz(folder / "documents.npz", index.document_matrix)
 
     @classmethod
-    def load_index(cls, folder: Path, settings: Mapping[str, Any]) -> TfidfIndex:
+    def load_index(cls, folder: Path, settings: TfidfSettings) -> TfidfIndex:
         sparse = require_module("scipy.sparse", "tfidf", "tfidf")
         vocabulary = json.loads((folder / "vocabulary.json").read_text(encoding="utf-8"))
         vectorizer = _vectorizer(settings, vocabulary=vocabulary)
@@ -74,13 +84,13 @@ class TfidfRetriever(BaseRetrieveConnector):
         return TfidfIndex(vectorizer, sparse.load_npz(folder / "documents.npz").tocsr())
 
 
-def _vectorizer(settings: Mapping[str, Any], vocabulary: Mapping[str, int] | None = None) -> Any:
+def _vectorizer(settings: TfidfSettings, vocabulary: Mapping[str, int] | None = None) -> Any:
     text = require_module("sklearn.feature_extraction.text", "tfidf", "tfidf")
     return text.TfidfVectorizer(
         lowercase=True,
         stop_words="english",
-        sublinear_tf=settings["sublinear_tf"],
-        ngram_range=(1, settings["ngram_max"]),
+        sublinear_tf=settings.sublinear_tf,
+        ngram_range=(1, settings.ngram_max),
         vocabulary=vocabulary,
         dtype=np.float64,
     )

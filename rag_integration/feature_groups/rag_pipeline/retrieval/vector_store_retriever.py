@@ -1,66 +1,95 @@
 """The retrieval stage: ``retrieved_passages`` answered from a vector store persisted by the ``__indexed`` stage.
 
-Rows are the retrieve family's rows (same shape, same tie-breaking, batched queries, ``filters``), so moving
-between this stage and ``retrieve_backend="faiss"`` is an option swap.
+A backend of the retrieve family like any other (same options, rows, tie-breaking, batched queries, ``filters``),
+so moving between this stage and ``retrieve_backend="faiss"`` is an option swap. Only where its documents and
+index come from differs: the store in ``index_dir``, so a corpus is optional and, when given, only checked.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rag_integration.core.documents import Document, MetadataFilter, corpus_fingerprint
+from rag_integration.core.documents import Document, corpus_fingerprint
 from rag_integration.core.embedders import QueryVectors, get_embedder
-from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
-from rag_integration.core.feature_group import SelectorFeatureGroup
-from rag_integration.core.index_cache import INDEX_CACHE, IndexKey, configure_index_cache
+from rag_integration.core.errors import IndexMismatchError, InvalidOptionError, MissingOptionError
+from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import AllowedMask, Hits, rank_corpus
-from rag_integration.core.queries import read_corpus, read_index_dir, read_queries
-from rag_integration.core.vector_index import search_faiss_index
+from rag_integration.core.passages import AllowedMask, Hits
+from rag_integration.core.vector_index import FaissSettings, read_search_threads, search_faiss_index
+from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector, RetrieveRequest
 from rag_integration.feature_groups.rag_pipeline.vector_store.store import VectorStore, read_manifest, read_store
 
 
-class VectorStoreRetriever(SelectorFeatureGroup):
+@dataclass(frozen=True)
+class VectorStoreSettings:
+    """``embedding_model`` (optional; must name the store's model) and ``search_threads``; the store fixes the rest."""
+
+    embedding_model: str | None
+    threads: int
+
+
+@dataclass(frozen=True)
+class StoreIndex:
+    """A loaded store and the embedder for its queries; pickles as the store, the embedder is resolved again."""
+
+    store: VectorStore
+    query_vectors: QueryVectors
+
+    @classmethod
+    def of(cls, store: VectorStore) -> StoreIndex:
+        return cls(store, QueryVectors(get_embedder(store.manifest["embedding_model"], "embedding_model")))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (StoreIndex.of, (self.store,))
+
+
+class VectorStoreRetriever(BaseRetrieveConnector):
     """``retrieve_backend="vector_store"`` with ``index_dir``; ``embedding_model`` and a corpus, when given, must
     match the store's manifest (``IndexMismatchError`` otherwise), so a changed corpus or model is never served."""
 
-    FAMILY: ClassVar[str] = "retrieve"
-    FEATURE_NAME: ClassVar[str] = "retrieved_passages"
-    SELECTOR: ClassVar[str] = "retrieve_backend"
     BACKEND: ClassVar[str | None] = "vector_store"
     EXTRA: ClassVar[str | None] = "faiss"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("faiss",)
-    CORPUS_OPTIONS: ClassVar[tuple[str, ...]] = ("corpus",)
-    SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"queries_source": "query_text", "corpus_source": "corpus"}
+    CORPUS_REQUIRED: ClassVar[bool] = False
 
     @classmethod
-    def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
-        queries = read_queries(reader, data)
-        top_k = reader.integer("top_k", default=10, minimum=1)
-        metadata_filter = MetadataFilter.from_option(reader.raw("filters"))
-        return_metadata = reader.boolean("return_metadata", default=False)
-        configure_index_cache(reader)
-        corpus = read_corpus(reader, data) if reader.has("corpus") or reader.has("corpus_source") else None
-        wanted_model = reader.string("embedding_model", default=None)
-        if corpus is not None and not corpus:  # the request names an empty corpus: nothing can match
-            return {cls.FEATURE_NAME: [[] for _ in queries]}
-        folder = read_index_dir(reader, required=True)
-        assert folder is not None
-        store = cls.load(folder, wanted_model, corpus)
-        query_vectors = QueryVectors(get_embedder(store.manifest["embedding_model"], "embedding_model"))
-
-        def search(batch: list[str], depth: int, allowed: AllowedMask) -> list[Hits]:
-            return search_faiss_index(
-                store.index, query_vectors(batch), depth, allowed, store.manifest["faiss"], "faiss"
-            )
-
-        rows = rank_corpus(store.documents, queries, top_k, search, metadata_filter, return_metadata)
-        return {cls.FEATURE_NAME: rows}
+    def certification_adapter(cls) -> dict[str, Any]:
+        """Certified by the store-backed kit, which writes each request's corpus into a store first."""
+        return {"kit": "rag_integration.testing.retrieve:VectorStoreContractTests"}
 
     @classmethod
-    def load(cls, folder: Path, wanted_model: str | None, corpus: Sequence[Document] | None) -> VectorStore:
+    def read_settings(cls, reader: OptionReader) -> VectorStoreSettings:
+        return VectorStoreSettings(reader.string("embedding_model", default=None), read_search_threads(reader))
+
+    @classmethod
+    def open_index(
+        cls, request: RetrieveRequest, settings: VectorStoreSettings
+    ) -> tuple[Sequence[Document], Callable[[], Any]]:
+        """The store's documents and index; an empty corpus given has nothing to rank and reads no store."""
+        if request.documents is not None and not request.documents:
+            return request.documents, lambda: None
+        if request.index_dir is None:
+            expected = "the folder of a vector store written by the <source>__indexed stage (it holds the corpus)"
+            raise MissingOptionError("index_dir", expected, owner=f"{cls.__name__} ({cls.FEATURE_NAME})")
+        index = cls.load(request.index_dir, settings.embedding_model, request.documents)
+        return index.store.documents, lambda: index
+
+    @classmethod
+    def indexes_for(cls, request: RetrieveRequest, settings: VectorStoreSettings) -> list[tuple[IndexKey, Any]]:
+        """The store under its ``store_key``; a process it is installed in still reads the small manifest, so
+        ``index_dir`` must be readable there too."""
+        if request.documents is not None and not request.documents:
+            return []
+        store_index: StoreIndex = cls.open_index(request, settings)[1]()
+        assert request.index_dir is not None  # open_index refuses a request without one
+        return [(cls.store_key(request.index_dir, store_index.store.manifest), store_index)]
+
+    @classmethod
+    def load(cls, folder: Path, wanted_model: str | None, corpus: Sequence[Document] | None) -> StoreIndex:
         """The store in ``folder`` (cached per manifest), after checking it against the request."""
         manifest = read_manifest(folder)
         if manifest is None:
@@ -70,6 +99,20 @@ class VectorStoreRetriever(SelectorFeatureGroup):
             raise IndexMismatchError("embedding_model", wanted_model, f"the store's model '{stored_model}' ({folder})")
         if corpus is not None and corpus_fingerprint(corpus) != manifest["corpus_fingerprint"]:
             raise IndexMismatchError("index_dir", str(folder), "a store built from the corpus this request names")
-        key = IndexKey.of(cls.FAMILY, {"folder": str(folder.resolve())}, str(sorted(manifest.items())))
-        store: VectorStore = INDEX_CACHE.get_or_build(key, lambda: read_store(folder, manifest))
-        return store
+        index: StoreIndex = INDEX_CACHE.get_or_load(
+            cls.store_key(folder, manifest), lambda: StoreIndex.of(read_store(folder, manifest))
+        )
+        return index
+
+    @classmethod
+    def store_key(cls, folder: Path, manifest: Mapping[str, Any]) -> IndexKey:
+        """A store's cache key: its folder and its whole manifest, so a rewritten store is read again."""
+        assert cls.BACKEND is not None
+        return IndexKey.of(cls.BACKEND, {"folder": str(folder.resolve())}, json.dumps(dict(manifest), sort_keys=True))
+
+    @classmethod
+    def search(
+        cls, index: StoreIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: VectorStoreSettings
+    ) -> list[Hits]:
+        faiss = FaissSettings.from_manifest(index.store.manifest["faiss"], settings.threads)
+        return search_faiss_index(index.store.index, index.query_vectors(queries), depth, allowed, faiss, "faiss")

@@ -15,7 +15,13 @@ from typing import Any
 from rag_integration.core.documents import Document, corpus_fingerprint
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
 from rag_integration.core.index_cache import read_json_file, write_text_atomically
-from rag_integration.core.vector_index import FAISS_INDEX_FILE, read_faiss_index, write_faiss_index
+from rag_integration.core.vector_index import (
+    FAISS_INDEX_FILE,
+    faiss_index_bytes,
+    faiss_index_from_bytes,
+    read_faiss_index,
+    write_faiss_index,
+)
 
 MANIFEST_FILE = "manifest.json"
 DOCUMENTS_FILE = "documents.jsonl"
@@ -27,9 +33,23 @@ MANIFEST_KEYS = frozenset(
 
 @dataclass(frozen=True)
 class VectorStore:
+    """A loaded store. Pickles (to ship it to Spark executors) as FAISS's serial bytes and plain records, since
+    neither a SWIG index nor a document's read-only metadata view pickles as it is."""
+
     index: Any
     documents: list[Document]
     manifest: Mapping[str, Any]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        records = [(doc.doc_id, doc.text, dict(doc.metadata)) for doc in self.documents]
+        return (_restore_store, (faiss_index_bytes(self.index, "vector_store"), records, dict(self.manifest)))
+
+
+def _restore_store(
+    data: bytes, records: list[tuple[str, str, dict[str, Any]]], manifest: dict[str, Any]
+) -> VectorStore:
+    documents = [Document(doc_id, text, MappingProxyType(metadata)) for doc_id, text, metadata in records]
+    return VectorStore(faiss_index_from_bytes(data, "vector_store"), documents, manifest)
 
 
 def store_manifest(
