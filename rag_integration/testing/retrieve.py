@@ -19,7 +19,7 @@ from rag_integration.core.errors import ConnectorError, DuplicateDocIdError, Inv
 from rag_integration.core.index_cache import INDEX_CACHE
 from rag_integration.feature_groups.rag_pipeline import STAGES, VectorStoreRetriever
 from rag_integration.feature_groups.rag_pipeline.vector_store.store import read_manifest
-from rag_integration.testing.kit import ContractKit
+from rag_integration.testing.kit import ContractKit, kit_rows_feature
 from rag_integration.testing.runner import query_and_corpus_errors, run_feature, run_in_fresh_process
 
 CORPUS: list[dict[str, Any]] = [
@@ -37,6 +37,18 @@ class RetrieveContractTests(ContractKit):
     """Every retrieve backend must pass these; each test runs through ``mlodaAPI.run_all``."""
 
     feature_name: ClassVar[str] = "retrieved_passages"
+
+    @classmethod
+    def parity_requests(cls) -> list[dict[str, Any]]:
+        mixed = [
+            dict(doc, year=2020 if position % 2 else "unknown", tags=["x", position])
+            for position, doc in enumerate(CORPUS)
+        ]
+        return [
+            {"query_text": ["cat windowsill", "engine oil", "zyxwvut qqqq"], "corpus": mixed, "return_metadata": True},
+            {"queries_source": kit_rows_feature(["moon tide ocean", "lava eruption"]), "corpus": CORPUS, "top_k": 2},
+            {"query_text": "cat", "corpus": []},
+        ]
 
     @classmethod
     def matches_by_word_overlap(cls) -> bool:
