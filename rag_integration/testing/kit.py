@@ -111,7 +111,7 @@ class ContractKit:
 
     def run_on(self, framework: type[ComputeFramework], **options: Any) -> list[Any]:
         """The feature's rows for one request on ``framework``, decoded to the values PythonDict gives."""
-        groups = {self.connector_class(), KitItemRows}
+        groups: set[type[FeatureGroup]] = {self.connector_class(), KitItemRows}
         return run_feature(self.feature_name, self.request(**options), groups, framework=framework)
 
     @pytest.mark.parametrize("framework_name", sorted(FRAMEWORK_MODULES))

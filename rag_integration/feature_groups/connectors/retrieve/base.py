@@ -15,10 +15,12 @@ from typing import Any, ClassVar
 
 from rag_integration.core.documents import Document, MetadataFilter, corpus_fingerprint
 from rag_integration.core.feature_group import SelectorFeatureGroup
+from rag_integration.core.frames import FrameAdapter, SparkAdapter
 from rag_integration.core.index_cache import INDEX_CACHE, IndexKey, configure_index_cache
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import AllowedMask, Hits, rank_corpus, search_with_exact_ties
 from rag_integration.core.queries import read_corpus, read_index_dir, read_queries
+from rag_integration.core.spark import Shipment, answer_partitions
 
 
 @dataclass(frozen=True)
@@ -37,8 +39,11 @@ class RetrieveRequest:
     index_dir: Path | None
 
     @classmethod
-    def read(cls, reader: OptionReader, data: Any, *, corpus_required: bool = True) -> RetrieveRequest:
-        queries = read_queries(reader, data)
+    def read(
+        cls, reader: OptionReader, data: Any, *, corpus_required: bool = True, queries: list[str] | None = None
+    ) -> RetrieveRequest:
+        """The request in ``reader``; ``queries``, when given, stand in for the request's own (none are read)."""
+        queries = read_queries(reader, data) if queries is None else queries
         given = corpus_required or reader.has("corpus") or reader.has("corpus_source")
         return cls(
             queries=queries,
@@ -72,6 +77,23 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         settings = cls.read_settings(reader)
         configure_index_cache(reader)
         return {cls.FEATURE_NAME: cls.retrieve(request, settings)}
+
+    @classmethod
+    def answer_frame(cls, adapter: FrameAdapter, data: Any, reader: OptionReader) -> Any:
+        """A Spark frame of queries is answered where it lives, on the executors (``core.spark``)."""
+        distributed = isinstance(adapter, SparkAdapter) and data is not None and reader.has("queries_source")
+        if distributed and not reader.has("corpus_source"):
+            return answer_partitions(data, cls.shipment(reader))
+        return super().answer_frame(adapter, data, reader)
+
+    @classmethod
+    def shipment(cls, reader: OptionReader) -> Shipment:
+        """The request for the executors: validated here, its indexes built (or loaded) once, here."""
+        request = RetrieveRequest.read(reader, None, corpus_required=cls.CORPUS_REQUIRED, queries=[])
+        settings = cls.read_settings(reader)
+        configure_index_cache(reader)
+        indexes = tuple(cls.indexes_for(request, settings))
+        return Shipment(cls, reader.snapshot(), indexes, cls.output_shape(reader))
 
     @classmethod
     def retrieve(cls, request: RetrieveRequest, settings: Any) -> list[list[dict[str, Any]]]:
