@@ -13,15 +13,13 @@
 
 from __future__ import annotations
 
-import random
 import statistics
 import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-import bm25s
-import Stemmer
+from _common import raw_bm25s, synthetic_corpus
 from mloda.provider import FeatureGroup, FeatureSet
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
@@ -30,7 +28,6 @@ from rag_integration import Corpus
 from rag_integration.core.index_cache import INDEX_CACHE
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
 
-SEED = 20261130
 DOCUMENTS = 10_000
 VOCABULARY = 5_000
 QUERIES = 100
@@ -73,33 +70,6 @@ class InMemoryCorpus(FeatureGroup):
         return {"bench_corpus": cls.documents}
 
 
-def synthetic_corpus() -> tuple[list[dict[str, str]], list[str]]:
-    generator = random.Random(SEED)
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    words = sorted({"".join(generator.choices(letters, k=generator.randint(4, 9))) for _ in range(VOCABULARY * 2)})
-    words = words[:VOCABULARY]
-    generator.shuffle(words)
-    weights = [1.0 / (rank + 1) for rank in range(VOCABULARY)]  # Zipf-like word frequencies
-    corpus = [
-        {
-            "doc_id": f"doc-{number:05d}",
-            "text": " ".join(generator.choices(words, weights, k=generator.randint(30, 80))),
-        }
-        for number in range(DOCUMENTS)
-    ]
-    queries = [" ".join(generator.choices(words, weights, k=generator.randint(2, 6))) for _ in range(QUERIES)]
-    return corpus, queries
-
-
-def raw_bm25s(corpus: list[dict[str, str]], queries: list[str]) -> Any:
-    tokenizer = bm25s.tokenization.Tokenizer(stopwords="en", stemmer=Stemmer.Stemmer("english"))
-    corpus_tokens = tokenizer.tokenize([doc["text"] for doc in corpus], return_as="tuple", show_progress=False)
-    retriever = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
-    retriever.index(corpus_tokens, show_progress=False)
-    query_ids = tokenizer.tokenize(queries, update_vocab=False, return_as="ids", show_progress=False)
-    return retriever.retrieve(query_ids, k=10, show_progress=False)
-
-
 def run(options: Mapping[str, Any], *groups: type[FeatureGroup]) -> Any:
     return mlodaAPI.run_all(
         [Feature("retrieved_passages", options=Options(context=dict(options)))],
@@ -119,7 +89,7 @@ def seconds(action: Callable[[], Any], before: Callable[[], None] = lambda: None
 
 
 def main() -> int:
-    corpus, queries = synthetic_corpus()
+    corpus, queries = synthetic_corpus(DOCUMENTS, QUERIES, VOCABULARY)
     run({"retrieve_backend": "bm25s", "query_text": "warm up", "corpus": corpus[:50]}, Bm25sRetriever)
     run({"retrieve_backend": "noop", "query_text": "warm up", "corpus": corpus[:50]}, DoNothingRetriever)
 

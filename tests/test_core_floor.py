@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,36 @@ def test_fingerprint_changes_with_any_id_or_text_and_is_unambiguous() -> None:
     assert corpus_fingerprint(base) == corpus_fingerprint(read_documents([{"doc_id": "a", "text": "bc"}], "c"))
     assert corpus_fingerprint(base) != corpus_fingerprint(read_documents([{"doc_id": "ab", "text": "c"}], "c"))
     assert corpus_fingerprint(base) != corpus_fingerprint(read_documents([{"doc_id": "a", "text": "bd"}], "c"))
+
+
+def test_fingerprint_bytes_are_stable() -> None:
+    """Index folders on disk are keyed by the fingerprint, so its byte format must never drift."""
+    documents = read_documents([{"doc_id": "a", "text": "bc"}, {"doc_id": "ü", "text": "x\udcff"}, {"text": ""}], "c")
+    assert corpus_fingerprint(documents) == "81eb398aa6774cd4f1110810ec639e97802ba68aaacade7824b259363770a67f"
+    many = read_documents([{"doc_id": str(number), "text": "t" * (number % 70)} for number in range(5000)], "c")
+    reference = hashlib.sha256()  # one length and one part at a time: what the chunked hashing must equal
+    for document in many:
+        for part in (document.doc_id.encode(), document.text.encode()):
+            reference.update(len(part).to_bytes(8, "little") + part)
+    assert corpus_fingerprint(many) == reference.hexdigest()
+
+
+def test_plain_and_unusual_document_dicts_read_alike() -> None:
+    class Text(str):
+        pass
+
+    documents = read_documents(
+        [{"doc_id": "a", "text": "x"}, {"doc_id": "b", "text": Text("y")}, {"text": "z", "lang": "en"}], "corpus"
+    )
+    assert [(doc.doc_id, doc.text, dict(doc.metadata)) for doc in documents] == [
+        ("a", "x", {}),
+        ("b", "y", {}),
+        ("2", "z", {"lang": "en"}),
+    ]
+    with pytest.raises(InvalidOptionError, match=r"corpus\[1\]\.text"):
+        read_documents([{"doc_id": "a", "text": "x"}, {"doc_id": "b", "body": "y"}], "corpus")
+    with pytest.raises(DuplicateDocIdError, match="'a' at positions 0 and 2"):
+        read_documents([{"doc_id": "a", "text": "x"}, {"doc_id": "b", "text": "y"}, {"doc_id": "a", "text": "z"}], "c")
 
 
 def test_metadata_filter_matches_values_lists_and_never_true_for_one() -> None:

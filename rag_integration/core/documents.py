@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -27,14 +28,27 @@ def read_documents(raw: Any, option: str) -> list[Document]:
     if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Sequence):
         raise InvalidOptionError(option, raw, "a list of document dicts")
     documents: list[Document] = []
-    first_position: dict[str, int] = {}
+    append = documents.append
     for position, item in enumerate(raw):
-        document = read_document(item, option, position)
-        earlier = first_position.setdefault(document.doc_id, position)
-        if earlier != position:
-            raise DuplicateDocIdError(option, document.doc_id, earlier, position)
-        documents.append(document)
+        # The common shape, a plain {"doc_id": str, "text": str}, without the general checks' per-item cost.
+        if type(item) is dict and len(item) == 2:
+            doc_id, text = item.get("doc_id"), item.get("text")
+            if type(doc_id) is str and type(text) is str:
+                append(Document(doc_id, text))
+                continue
+        append(read_document(item, option, position))
+    doc_ids = [document.doc_id for document in documents]
+    if len(set(doc_ids)) != len(doc_ids):
+        _raise_first_duplicate(doc_ids, option)
     return documents
+
+
+def _raise_first_duplicate(doc_ids: Sequence[str], option: str) -> None:
+    first_position: dict[str, int] = {}
+    for position, doc_id in enumerate(doc_ids):
+        earlier = first_position.setdefault(doc_id, position)
+        if earlier != position:
+            raise DuplicateDocIdError(option, doc_id, earlier, position)
 
 
 PASSAGE_ONLY_KEYS = ("score", "rank", "metadata")
@@ -102,12 +116,22 @@ def corpus_fingerprint(documents: Iterable[Document]) -> str:
     if isinstance(documents, Corpus):
         return documents.fingerprint
     digest = hashlib.sha256()
+    # Each part is its 8-byte little-endian length, then its UTF-8 bytes; fed in chunks of documents, since one
+    # update call per part costs more than the hashing of a short text.
+    chunk: list[bytes] = []
     for document in documents:
-        for part in (document.doc_id, document.text):
-            encoded = part.encode("utf-8", "surrogatepass")
-            digest.update(len(encoded).to_bytes(8, "little"))
-            digest.update(encoded)
+        doc_id = document.doc_id.encode("utf-8", "surrogatepass")
+        text = document.text.encode("utf-8", "surrogatepass")
+        chunk += (_LENGTH.pack(len(doc_id)), doc_id, _LENGTH.pack(len(text)), text)
+        if len(chunk) >= _FINGERPRINT_CHUNK:
+            digest.update(b"".join(chunk))
+            chunk.clear()
+    digest.update(b"".join(chunk))
     return digest.hexdigest()
+
+
+_LENGTH = struct.Struct("<Q")
+_FINGERPRINT_CHUNK = 4096
 
 
 @dataclass(frozen=True, slots=True)

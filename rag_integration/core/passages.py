@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,17 @@ Hits = list[tuple[int, float]]
 AllowedMask = npt.NDArray[np.bool_] | None
 Search = Callable[[list[str], int, AllowedMask], list[Hits]]
 
+TIE_MARGIN = 10
+"""Hits asked for beyond ``top_k`` in the first search. Ties at a cut are mostly a handful of equally long
+documents, and a library's top-k selection costs about the same for k=20 as for k=11, so this margin settles
+nearly every tie in the first call instead of a second search of the query."""
+
+HITS_PER_CALL = 65_536
+"""Upper bound on the hits one search call is asked for (queries x depth): the hits of a batch are Python objects,
+so a 100,000-query batch is searched in slices instead of holding millions of them at once."""
+
+_score = itemgetter(1)
+
 
 def rank_corpus(
     documents: Sequence[Document],
@@ -26,15 +38,21 @@ def rank_corpus(
     return_metadata: bool = False,
 ) -> list[list[dict[str, Any]]]:
     """Passage rows for every query: filter to a mask, search with exact ties, rank; ``search`` is called only
-    when some document can be returned, so a backend never builds an index for nothing."""
+    when some document can be returned, so a backend never builds an index for nothing.
+
+    Each slice of queries is ranked as soon as it is searched, so only one slice's raw hits are alive at a time.
+    """
     allowed = None
     if metadata_filter is not None:
         allowed = np.zeros(len(documents), dtype=bool)
         allowed[metadata_filter.positions(documents)] = True
+    rows: list[list[dict[str, Any]]] = [[] for _ in queries]
     if not documents or (allowed is not None and not allowed.any()):
-        return [[] for _ in queries]
-    hits = search_with_exact_ties(lambda batch, depth: search(batch, depth, allowed), queries, top_k, len(documents))
-    return [rank_hits(query_hits, documents, top_k, return_metadata=return_metadata) for query_hits in hits]
+        return rows
+    exact = iter_exact_ties(lambda batch, depth: search(batch, depth, allowed), queries, top_k, len(documents))
+    for position, hits in exact:
+        rows[position] = rank_hits(hits, documents, top_k, return_metadata=return_metadata)
+    return rows
 
 
 def rank_hits(
@@ -46,10 +64,11 @@ def rank_hits(
     return_metadata: bool = False,
 ) -> list[dict[str, Any]]:
     """Sort ``(position, score)`` hits best first, ties by ascending doc_id, and build rank 1..n rows."""
+    count = len(documents)
     best: dict[int, float] = {}
     for position, score in hits:
-        if not 0 <= position < len(documents):
-            raise RankingContractError(f"backend returned document position {position} outside 0..{len(documents) - 1}")
+        if not 0 <= position < count:
+            raise RankingContractError(f"backend returned document position {position} outside 0..{count - 1}")
         value = float(score)
         if not math.isfinite(value):
             raise RankingContractError(f"backend returned a non-finite score {value} for position {position}")
@@ -57,11 +76,23 @@ def rank_hits(
             continue
         if position not in best or value > best[position]:
             best[position] = value
-    ordered = sorted(best.items(), key=lambda hit: (-hit[1], documents[hit[0]].doc_id))[:top_k]
-    return [
-        passage_row(documents[position], score, rank, return_metadata)
-        for rank, (position, score) in enumerate(ordered, start=1)
-    ]
+    candidates = list(best.items())
+    if len(candidates) > top_k:
+        # Only hits scoring at least the top_k-th best score can be returned; doc_ids are looked up for those alone.
+        cut = sorted(best.values(), reverse=True)[top_k - 1]
+        candidates = [hit for hit in candidates if hit[1] >= cut]
+    if len(set(map(_score, candidates))) == len(candidates):
+        ordered = sorted(candidates, key=_score, reverse=True)
+    else:
+        ordered = sorted(candidates, key=lambda hit: (-hit[1], documents[hit[0]].doc_id))
+    rows: list[dict[str, Any]] = []
+    for rank, (position, score) in enumerate(ordered[:top_k], start=1):
+        document = documents[position]
+        row: dict[str, Any] = {"doc_id": document.doc_id, "text": document.text, "score": score, "rank": rank}
+        if return_metadata:
+            row["metadata"] = dict(document.metadata)
+        rows.append(row)
+    return rows
 
 
 def passage_row(document: Document, score: float, rank: int, return_metadata: bool = False) -> dict[str, Any]:
@@ -74,24 +105,45 @@ def passage_row(document: Document, score: float, rank: int, return_metadata: bo
 def search_with_exact_ties(
     search: Callable[[list[str], int], list[Hits]], queries: list[str], top_k: int, candidate_count: int
 ) -> list[Hits]:
-    """Ask ``search`` for one hit more than needed; where a tie crosses the cut, widen until it does not.
+    """Every query's hits with each tie at the ``top_k`` cut complete, in query order (see ``iter_exact_ties``).
 
     Libraries break ties by internal order; the contract breaks them by doc_id, which needs every tied hit.
     """
-    depth = min(top_k + 1, candidate_count)
-    results = search(queries, depth)
-    for position, hits in enumerate(results):
-        width = depth
-        while width < candidate_count and _tie_may_continue(hits, top_k, width):
-            width = min(width * 2, candidate_count)
-            hits = search([queries[position]], width)[0]
+    results: list[Hits] = [[] for _ in queries]
+    for position, hits in iter_exact_ties(search, queries, top_k, candidate_count):
         results[position] = hits
     return results
+
+
+def iter_exact_ties(
+    search: Callable[[list[str], int], list[Hits]], queries: list[str], top_k: int, candidate_count: int
+) -> Iterator[tuple[int, Hits]]:
+    """``(query position, hits)`` for every query once its tie at the ``top_k`` cut is complete, in any order.
+
+    The first search asks for ``TIE_MARGIN`` hits beyond ``top_k``; the queries whose last hit still ties the cut
+    are searched again together, at twice the depth per round, so a batch costs O(log candidates) search calls
+    (each at most ``HITS_PER_CALL`` hits wide) however many of its queries tie, never one call per query.
+    """
+    depth = min(top_k + TIE_MARGIN, candidate_count)
+    pending = list(range(len(queries)))
+    while pending:
+        widen: list[int] = []
+        step = max(1, HITS_PER_CALL // depth)
+        for start in range(0, len(pending), step):
+            block = pending[start : start + step]
+            found = search([queries[position] for position in block], depth)
+            for position, hits in zip(block, found, strict=True):
+                if depth < candidate_count and _tie_may_continue(hits, top_k, depth):
+                    widen.append(position)
+                else:
+                    yield position, hits
+        pending = widen
+        depth = min(depth * 2, candidate_count)
 
 
 def _tie_may_continue(hits: Hits, top_k: int, width: int) -> bool:
     """True when all ``width`` hits came back and the last one still ties the score at the cut."""
     if len(hits) < width or len(hits) <= top_k:
         return False
-    scores = sorted((score for _, score in hits), reverse=True)
+    scores: list[float] = sorted(map(_score, hits), reverse=True)
     return scores[top_k - 1] > 0.0 and scores[-1] == scores[top_k - 1]

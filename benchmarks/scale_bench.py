@@ -1,0 +1,211 @@
+"""Retrieve at scale: the bm25s connector against raw bm25s in time and peak memory, each run in its own process.
+
+    uv run --all-extras python benchmarks/scale_bench.py [--size small|large|both] [--quick]
+
+small is 50,000 documents x 20,000 queries, large 200,000 x 100,000 (default: both); ``--quick`` is 2,000 x 500,
+a smoke test. Documents (30-80 words) and queries (2-6 words) are drawn Zipf-like from a 20,000-word vocabulary
+with a fixed seed, written to a file once and read by every measured subprocess, so each process's peak RSS
+(``ru_maxrss``) is its own. A process warms up on a tiny corpus (imports, mloda's plugin loading), then measures
+tokenize + index + one batched top-10 retrieve of every query:
+
+- raw bm25s, on 1 thread and on all threads (``n_threads``);
+- the connector on PythonDict (corpus as ``rag_integration.Corpus``, queries as a list in ``query_text``) with the
+  same thread count (option ``search_threads``, when the connector has it);
+- the connector on Spark ``local[2]``, queries from an upstream feature (``queries_source``); driver RSS only.
+
+Ratios are to raw bm25s at the same thread count; wall time is what the goal is about, CPU time is printed too
+because it is less disturbed by other work on a shared machine (``--repeat N`` keeps the fastest of N runs).
+"warm MiB" is the process's peak before the measured run (data, imports); "score sum" checks the runs agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import json
+import os
+import pickle
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+SIZES = {"quick": (2_000, 500), "small": (50_000, 20_000), "large": (200_000, 100_000)}
+VOCABULARY = 20_000
+TOP_K = 10
+
+
+def peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def raw_run(corpus: list[dict[str, str]], queries: list[str], threads: int) -> Callable[[], float]:
+    from _common import raw_bm25s
+
+    n_threads = 0 if threads == 1 else threads
+    raw_bm25s(corpus[:50], queries[:5], n_threads)
+    return lambda: float(raw_bm25s(corpus, queries, n_threads).scores.astype("float64").sum())
+
+
+def retrieve(framework: Any, groups: set[Any], documents: list[dict[str, str]], threads: int, **queries: Any) -> Any:
+    """One ``run_all`` of the bm25s connector over ``documents`` (as a ``Corpus``); the frame with its column."""
+    from mloda.user import Feature, Options, PluginCollector, mlodaAPI
+
+    from rag_integration import Corpus
+    from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
+
+    threaded = {"search_threads": threads} if threads > 1 else {}
+    context = {"retrieve_backend": "bm25s", "corpus": Corpus(documents), "top_k": TOP_K, **threaded, **queries}
+    result = mlodaAPI.run_all(
+        [Feature("retrieved_passages", options=Options(context=context))],
+        compute_frameworks=[framework],
+        plugin_collector=PluginCollector.enabled_feature_groups({Bm25sRetriever, *groups}),
+    )
+    return next(frame for frame in result if "retrieved_passages" in getattr(frame, "columns", frame))
+
+
+def connector_run(corpus: list[dict[str, str]], queries: list[str], threads: int) -> Callable[[], float]:
+    from mloda.user.python_dict import PythonDictFramework
+
+    def run(documents: list[dict[str, str]], texts: list[str]) -> float:
+        rows = retrieve(PythonDictFramework, set(), documents, threads, query_text=texts)["retrieved_passages"]
+        assert len(rows) == len(texts), f"{len(rows)} answers for {len(texts)} queries"
+        return sum(row["score"] for query_rows in rows for row in query_rows)
+
+    run(corpus[:50], queries[:5])
+    return lambda: run(corpus, queries)
+
+
+def spark_run(corpus: list[dict[str, str]], queries: list[str], threads: int) -> Callable[[], float]:
+    import pyarrow as pa
+    from mloda.provider import FeatureGroup, FeatureSet
+    from mloda.user.spark import SparkFramework
+    from pyspark.sql import SparkSession
+
+    from rag_integration.core.frames import adapter_for
+
+    SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+
+    class BenchQueries(FeatureGroup):
+        """The upstream feature ``bench_queries``: the queries as a string column of the run's framework."""
+
+        texts: ClassVar[list[str]] = []
+
+        @classmethod
+        def match_feature_group_criteria(cls, feature_name: Any, options: Any, data_access: Any = None) -> bool:
+            return str(feature_name) == "bench_queries"
+
+        def input_features(self, options: Any, feature_name: Any) -> None:
+            return None
+
+        @classmethod
+        def calculate_feature(cls, data: Any, features: FeatureSet) -> Any:
+            framework = next(iter(features.features)).get_compute_framework().get_class_name()
+            return adapter_for(framework).attach("bench_queries", pa.array(cls.texts, pa.string()), None)
+
+    def run(documents: list[dict[str, str]], texts: list[str]) -> float:
+        BenchQueries.texts = texts
+        frame = retrieve(SparkFramework, {BenchQueries}, documents, 1, queries_source="bench_queries")
+        summed = "aggregate(retrieved_passages, 0D, (total, passage) -> total + passage.score)"
+        answered, total = frame.selectExpr("count(*)", f"sum({summed})").first()
+        assert answered == len(texts), f"{answered} answers for {len(texts)} queries"
+        return float(total)
+
+    run(corpus[:50], queries[:5])
+    return lambda: run(corpus, queries)
+
+
+def child(mode: str, data: str, threads: int) -> None:
+    """Load the data, warm up, measure one run, print one JSON line. Raw bm25s never imports the connector."""
+    with open(data, "rb") as handle:
+        corpus, queries = pickle.load(handle)
+    measured = {"raw": raw_run, "connector": connector_run, "spark": spark_run}[mode](corpus, queries, threads)
+    stats = None if mode == "raw" else importlib.import_module("rag_integration.core.index_cache").INDEX_CACHE.stats
+    builds = stats.builds if stats else 0
+    before, wall, cpu = peak_mib(), time.perf_counter(), time.process_time()
+    total = measured()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    figures = {"wall": wall, "cpu": cpu, "peak": peak_mib(), "before": before, "score_sum": total}
+    print(json.dumps({**figures, "builds": stats.builds - builds if stats else None}))
+
+
+def measure(mode: str, data: Path, threads: int, repeat: int) -> dict[str, Any] | str:
+    """The fastest of ``repeat`` runs, each in a fresh process, or the line saying why one failed."""
+    command = [sys.executable, __file__, "--child", mode, "--data", str(data), "--threads", str(threads)]
+    runs = []
+    for _ in range(repeat):
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+        if not lines:
+            errors = [line for line in done.stderr.splitlines() if line.strip()]
+            return errors[-1] if errors else f"exit code {done.returncode}, no output"
+        runs.append(json.loads(lines[-1]))
+    fastest: dict[str, Any] = min(runs, key=lambda figures: figures["wall"])
+    return fastest
+
+
+def has_search_threads() -> bool:
+    from rag_integration.feature_groups.connectors.retrieve import bm25s_retriever
+
+    return "search_threads" in inspect.getsource(bm25s_retriever)
+
+
+def bench(size: str, folder: Path, repeat: int) -> None:
+    from _common import synthetic_corpus
+
+    documents, queries = SIZES[size]
+    data = folder / f"{size}.pickle"
+    with open(data, "wb") as handle:
+        pickle.dump(synthetic_corpus(documents, queries, VOCABULARY), handle, protocol=pickle.HIGHEST_PROTOCOL)
+    everything = os.cpu_count() or 1
+    print(f"\n{size}: {documents:,} documents x {queries:,} queries, top {TOP_K}, {everything} cores")
+    runs = [("raw bm25s", "raw", 1), ("connector PythonDict", "connector", 1)]
+    if everything > 1 and has_search_threads():
+        runs += [("raw bm25s", "raw", everything), ("connector PythonDict", "connector", everything)]
+    elif everything > 1:
+        runs += [("raw bm25s", "raw", everything)]
+        print("  (the connector has no search_threads option yet: it runs on 1 thread only)")
+    runs += [("connector Spark local[2]", "spark", 2)]
+    header = f"  {'run':<26}{'threads':>8}{'wall s':>9}{'cpu s':>9}{'peak MiB':>10}{'warm MiB':>10}{'builds':>7}"
+    print(header + f"{'time':>8}{'cpu':>7}{'RSS':>7}  score sum")
+    raw: dict[int, dict[str, Any]] = {}
+    for label, mode, threads in runs:
+        figures = measure(mode, data, threads, repeat)
+        if isinstance(figures, str):
+            print(f"  {label:<26}{threads:>8}  failed: {figures}")
+            continue
+        if mode == "raw":
+            raw[threads] = figures
+        base = raw.get(threads) or raw.get(1)
+        ratios = "".join(f"{figures[key] / base[key]:>6.2f}x" if base else "     -" for key in ("wall", "cpu", "peak"))
+        builds = "-" if figures["builds"] is None else str(figures["builds"])
+        line = f"  {label:<26}{threads:>8}{figures['wall']:>9.2f}{figures['cpu']:>9.2f}{figures['peak']:>10.0f}"
+        print(line + f"{figures['before']:>10.0f}{builds:>7}{ratios:>22}  {figures['score_sum']:.2f}", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=["small", "large", "both"], default="both")
+    parser.add_argument("--quick", action="store_true", help="one tiny size, to smoke-test the script")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the fastest is shown")
+    parser.add_argument("--child", choices=["raw", "connector", "spark"], help=argparse.SUPPRESS)
+    parser.add_argument("--data", help=argparse.SUPPRESS)
+    parser.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.child:
+        child(arguments.child, arguments.data, arguments.threads)
+        return 0
+    sizes = ["quick"] if arguments.quick else ["small", "large"] if arguments.size == "both" else [arguments.size]
+    with tempfile.TemporaryDirectory(prefix="scale-bench-") as folder:
+        for size in sizes:
+            bench(size, Path(folder), arguments.repeat)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
