@@ -16,10 +16,10 @@ from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.schema import arrow_type, passages_shape
 from rag_integration.feature_groups.connectors.graph_rag import AdjacencyGraphRag, TriplesKnowledgeGraph
 from rag_integration.feature_groups.connectors.rerank import LexicalReranker
-from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
+from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever, TfidfRetriever
 from rag_integration.feature_groups.connectors.structured import AggregateSql
 from rag_integration.testing.graph_rag import TRIPLES
-from rag_integration.testing.kit import FRAMEWORK_MODULES, framework_class
+from rag_integration.testing.kit import FRAMEWORK_MODULES, KitItemRows, framework_class, kit_rows_feature
 from rag_integration.testing.retrieve import CORPUS
 from rag_integration.testing.runner import run_feature
 from rag_integration.testing.structured import COLUMNS, EMPLOYEES, TABLE
@@ -127,3 +127,17 @@ def test_a_framework_no_connector_serves_is_refused_by_name() -> None:
             compute_frameworks=[DuckDBFramework],
             plugin_collector=PluginCollector.enabled_feature_groups({LexicalReranker}),
         )
+
+
+@pytest.mark.parametrize("framework_name", FRAMEWORKS)
+def test_corpus_source_reads_documents_from_a_native_frame(framework_name: str) -> None:
+    options = {
+        "retrieve_backend": "tfidf",
+        "query_text": ["lava", "bread oven"],
+        "corpus_source": kit_rows_feature(CORPUS),
+    }
+    options["return_metadata"] = True
+    groups = {TfidfRetriever, KitItemRows}
+    expected = run_feature("retrieved_passages", options, groups)
+    assert [ranking[0]["doc_id"] for ranking in expected] == ["volcano", "bread"]
+    assert run_feature("retrieved_passages", options, groups, framework=framework_class(framework_name)) == expected
