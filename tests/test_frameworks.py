@@ -14,6 +14,7 @@ from mloda.user.duckdb import DuckDBFramework
 
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.schema import arrow_type, passages_shape
+from rag_integration.feature_groups.connectors.generate import TemplateResponder
 from rag_integration.feature_groups.connectors.graph_rag import AdjacencyGraphRag, TriplesKnowledgeGraph
 from rag_integration.feature_groups.connectors.rerank import LexicalReranker
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever, TfidfRetriever
@@ -141,3 +142,37 @@ def test_corpus_source_reads_documents_from_a_native_frame(framework_name: str) 
     expected = run_feature("retrieved_passages", options, groups)
     assert [ranking[0]["doc_id"] for ranking in expected] == ["volcano", "bread"]
     assert run_feature("retrieved_passages", options, groups, framework=framework_class(framework_name)) == expected
+
+
+@pytest.mark.parametrize("framework_name", FRAMEWORKS)
+def test_retrieve_rerank_generate_chain_with_metadata(framework_name: str) -> None:
+    queries = ["engine oil for the car", "moon tide"]
+    retrieve = Feature(
+        "retrieved_passages",
+        options=Options(
+            context={
+                "retrieve_backend": "bm25s",
+                "query_text": queries,
+                "corpus": MIXED,
+                "top_k": 3,
+                "return_metadata": True,
+            }
+        ),
+    )
+    rerank = Feature(
+        "reranked_passages",
+        options=Options(
+            context={
+                "rerank_backend": "lexical",
+                "query_text": queries,
+                "candidates_source": retrieve,
+                "top_k": 2,
+                "return_metadata": True,
+            }
+        ),
+    )
+    options = {"generate_backend": "template", "query_text": queries, "passages_source": rerank}
+    groups = {Bm25sRetriever, LexicalReranker, TemplateResponder}
+    expected = run_feature("generated_answer", options, groups)
+    assert expected[0]["citations"][0] == "engine"
+    assert run_feature("generated_answer", options, groups, framework=framework_class(framework_name)) == expected
