@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import datetime
 import json
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.duckdb import DuckDBFramework
+from mloda.user.python_dict import PythonDictFramework
 
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.schema import arrow_type, passages_shape
@@ -19,6 +21,7 @@ from rag_integration.feature_groups.connectors.graph_rag import AdjacencyGraphRa
 from rag_integration.feature_groups.connectors.rerank import LexicalReranker
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever, TfidfRetriever
 from rag_integration.feature_groups.connectors.structured import AggregateSql
+from rag_integration.feature_groups.rag_pipeline import STAGES, VectorStoreRetriever
 from rag_integration.testing.graph_rag import TRIPLES
 from rag_integration.testing.kit import FRAMEWORK_MODULES, KitItemRows, framework_class, kit_rows_feature
 from rag_integration.testing.retrieve import CORPUS
@@ -176,3 +179,25 @@ def test_retrieve_rerank_generate_chain_with_metadata(framework_name: str) -> No
     expected = run_feature("generated_answer", options, groups)
     assert expected[0]["citations"][0] == "engine"
     assert run_feature("generated_answer", options, groups, framework=framework_class(framework_name)) == expected
+
+
+def test_stages_run_on_python_dict_and_the_store_answers_on_another_framework(tmp_path: Path) -> None:
+    documents = [dict(doc, year=2020 if position % 2 else "unknown") for position, doc in enumerate(CORPUS)]
+    stage_options = {"document_source": "inline", "documents": documents, "chunker": "sentence"}
+    stage_options.update(embedding_model="hash", vector_store="faiss", index_dir=str(tmp_path))
+    frameworks = [framework_class("PyArrowTable"), PythonDictFramework]
+    built = mlodaAPI.run_all(
+        [Feature("docs__chunked__embedded__indexed", options=Options(context=stage_options))],
+        compute_frameworks=frameworks,
+        plugin_collector=PluginCollector.enabled_feature_groups(set(STAGES)),
+    )
+    assert isinstance(built[0], dict)  # the stages declare PythonDict alone
+    options = {"retrieve_backend": "vector_store", "index_dir": str(tmp_path), "query_text": "engine oil"}
+    options["return_metadata"] = True
+    table = mlodaAPI.run_all(
+        [Feature("retrieved_passages", options=Options(context=options))],
+        compute_frameworks=frameworks,
+        plugin_collector=PluginCollector.enabled_feature_groups({VectorStoreRetriever}),
+    )[0]
+    passage = table.column("retrieved_passages").to_pylist()[0][0]
+    assert passage["doc_id"] == "engine#0" and json.loads(passage["metadata"])["year"] == "unknown"

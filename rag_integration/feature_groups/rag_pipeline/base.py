@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from mloda.provider import FeatureSet
+from mloda.provider import ComputeFramework, FeatureSet
 from mloda.user import DataAccessCollection, Feature, FeatureName, Options
+from mloda.user.python_dict import PythonDictFramework
 
 from rag_integration.core.documents import Document, read_documents
 from rag_integration.core.feature_group import SelectorFeatureGroup
@@ -18,7 +19,17 @@ from rag_integration.core.frames import column_values
 from rag_integration.core.options import OptionReader
 
 
-class StageFeatureGroup(SelectorFeatureGroup):
+class PythonDictStage(SelectorFeatureGroup):
+    """A stage whose rows are documents with their metadata keys as columns: any metadata fits only PythonDict's
+    columns, so stages run there (mloda picks PythonDict from an ordered ``compute_frameworks`` list), while the
+    ``vector_store`` retrieval that reads their store serves every framework."""
+
+    @classmethod
+    def compute_framework_rule(cls) -> set[type[ComputeFramework]] | None:
+        return {PythonDictFramework}
+
+
+class StageFeatureGroup(PythonDictStage):
     """Matches any feature named ``<source>{SUFFIX}`` whose ``SELECTOR`` option equals ``BACKEND``."""
 
     SUFFIX: ClassVar[str] = ""

@@ -6,12 +6,11 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from rag_integration.core.documents import read_documents
-from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.options import OptionReader
-from rag_integration.feature_groups.rag_pipeline.base import document_row
+from rag_integration.feature_groups.rag_pipeline.base import PythonDictStage, document_row
 
 
-class BaseDocumentSource(SelectorFeatureGroup):
+class BaseDocumentSource(PythonDictStage):
     """``docs`` selected by ``document_source``; backends load raw document dicts, the base validates them."""
 
     FAMILY: ClassVar[str] = "documents"
