@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
-from rag_integration.core.schema import Shape, arrow_type, encode
+from rag_integration.core.schema import Shape, arrow_type, encode, holds_json
 
 
 class FrameAdapter:
@@ -36,8 +36,9 @@ class ArrowBackedAdapter(FrameAdapter):
     def write(self, name: str, values: list[Any], shape: Shape, data: Any) -> Any:
         import pyarrow as pa
 
-        encoded = [encode(value, shape, f"{name}[{position}]") for position, value in enumerate(values)]
-        return self.attach(name, pa.array(encoded, type=arrow_type(shape)), data)
+        if holds_json(shape):
+            values = [encode(value, shape, f"{name}[{position}]") for position, value in enumerate(values)]
+        return self.attach(name, pa.array(values, type=arrow_type(shape)), data)
 
     def attach(self, name: str, column: Any, data: Any) -> Any:
         """A frame of ``data``'s rows with the Arrow ``column`` added (a new frame when the row counts differ)."""

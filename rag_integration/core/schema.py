@@ -41,6 +41,15 @@ def arrow_type(shape: Shape) -> Any:
     return {STRING: pa.string(), JSON: pa.string(), FLOAT: pa.float64(), INT: pa.int64()}[shape]
 
 
+def holds_json(shape: Shape) -> bool:
+    """Whether any part of ``shape`` is ``JSON`` (otherwise values go into a column as they are)."""
+    if isinstance(shape, dict):
+        return any(holds_json(field) for field in shape.values())
+    if isinstance(shape, list):
+        return holds_json(shape[0])
+    return bool(shape == JSON)
+
+
 def encode(value: Any, shape: Shape, where: str) -> Any:
     """``value`` with every ``JSON`` part turned into its JSON text, checked to read back unchanged."""
     if value is None:
