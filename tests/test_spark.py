@@ -145,3 +145,17 @@ def test_bad_options_fail_on_the_driver_with_a_typed_error() -> None:
             compute_frameworks=[SparkFramework],
             plugin_collector=PluginCollector.enabled_feature_groups({Bm25sRetriever, SparkQueries}),
         )
+
+
+def test_the_session_given_in_data_access_collection_is_used() -> None:
+    spark = spark_test_session()
+    options = {"retrieve_backend": "bm25s", "query_text": ["w1", "w2"], "corpus": corpus_of(10), "top_k": 1}
+    result = mlodaAPI.run_all(
+        [Feature("retrieved_passages", options=Options(context=options))],
+        compute_frameworks=[SparkFramework],
+        plugin_collector=PluginCollector.enabled_feature_groups({Bm25sRetriever}),
+        data_access_collection=DataAccessCollection(connections=[spark]),
+    )
+    frame = result[0]
+    assert frame.sparkSession is spark
+    assert [row["retrieved_passages"][0]["doc_id"] for row in frame.collect()] == ["d00001", "d00002"]
