@@ -3,6 +3,7 @@
 Subclass ``GenerateContractTests`` and implement ``connector_class``; override ``backend_options`` for options your
 backend needs in tests, and ``cites_one_passage`` when your backend answers from exactly one passage.
 The grounding check here is written independently of the family's own guard, so a guard bug cannot hide.
+The standard tests come from ``ContractKit`` (generate has no ``top_k``, so none of its ``top_k`` tests).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError, MissingOptionError
+from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.testing.kit import ContractKit, KitItemRows, kit_rows_feature
 from rag_integration.testing.runner import run_feature
 
@@ -62,6 +63,7 @@ class GenerateContractTests(ContractKit):
     """Every generate backend must pass these; each test runs through ``mlodaAPI.run_all``."""
 
     feature_name: ClassVar[str] = "generated_answer"
+    items_option: ClassVar[str | None] = "passages"
 
     @classmethod
     def parity_requests(cls) -> list[dict[str, Any]]:
@@ -76,6 +78,34 @@ class GenerateContractTests(ContractKit):
     def cites_one_passage(cls) -> bool:
         """True when every non-empty answer cites exactly one passage."""
         return False
+
+    @classmethod
+    def supports_top_k(cls) -> bool:
+        return False
+
+    @classmethod
+    def sample_request(cls) -> dict[str, Any]:
+        return {"query_text": "How many litres of oil does Dr. Weber recommend?", "passages": RETRIEVED}
+
+    @classmethod
+    def sample_top(cls) -> Any:
+        return "engine"
+
+    @classmethod
+    def batch_queries(cls) -> list[Any]:
+        """Queries answered from each passage in turn, and a few naming two passages at once."""
+        grounded = ["engine oil for a small car", "moon ocean tides", "bread oven starter", "lava eruption"]
+        return [*grounded, "engine oil", "bread oven", "lava", "engine oil bread", "tides moon"]
+
+    @classmethod
+    def answer_keys(cls, row: Any) -> list[Any]:
+        return list(row["citations"])
+
+    def check_row(self, row: Any, request: Mapping[str, Any]) -> None:
+        """Grounded in the request's passages; one citation only when the backend cites one passage."""
+        assert_grounded(row, request["passages"])
+        if self.cites_one_passage() and row["citations"]:
+            assert len(row["citations"]) == 1, row
 
     def generate(self, **options: Any) -> list[Any]:
         return self.run(**options)
@@ -95,12 +125,6 @@ class GenerateContractTests(ContractKit):
         }
         with pytest.raises(InvalidOptionError, match="filters"):
             self.generate(query_text="oil", passages=passages, filters=["de"])
-
-    def test_answer_shape_and_grounding(self) -> None:
-        for query in ("engine oil for a small car", "moon ocean tides", "bread oven starter", "lava eruption"):
-            row = self.one(query_text=query, passages=RETRIEVED)
-            assert row["answer"] and row["citations"]
-            assert_grounded(row, PASSAGES)
 
     def test_expected_passage_and_whole_sentences(self) -> None:
         row = self.one(query_text="How many litres of oil does Dr. Weber recommend?", passages=RETRIEVED)
@@ -134,15 +158,6 @@ class GenerateContractTests(ContractKit):
     def test_nothing_relevant_gives_an_empty_answer(self) -> None:
         assert self.one(query_text="zyxwvut quasar", passages=RETRIEVED) == {"answer": "", "citations": []}
 
-    def test_deterministic_across_runs(self) -> None:
-        options = {"query_text": ["engine oil bread", "tides moon"], "passages": RETRIEVED}
-        assert self.generate(**options) == self.generate(**options)
-
-    def test_batched_queries_equal_one_by_one(self) -> None:
-        queries = ["engine oil", "bread oven", "lava"]
-        batched = self.generate(query_text=queries, passages=RETRIEVED)
-        assert batched == [self.one(query_text=query, passages=RETRIEVED) for query in queries]
-
     def test_passages_source_reads_an_upstream_feature(self) -> None:
         upstream = kit_rows_feature([RETRIEVED[:2], RETRIEVED[2:]])
         rows = run_feature(
@@ -170,8 +185,3 @@ class GenerateContractTests(ContractKit):
     ) -> None:
         with pytest.raises(error, match=option_name):
             self.generate(**options)
-
-    def test_duplicate_doc_ids_are_refused(self) -> None:
-        duplicates = [{"doc_id": "a", "text": "oil"}, {"doc_id": "a", "text": "more oil"}]
-        with pytest.raises(DuplicateDocIdError, match="passages"):
-            self.generate(query_text="oil", passages=duplicates)

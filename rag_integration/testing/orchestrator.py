@@ -4,7 +4,8 @@ Subclass ``OrchestratorContractTests`` in a test module and implement ``connecto
 ``backend_options`` for options your backend needs in tests (a server URL, a fixture path), and
 ``matches_by_word_overlap`` if a query sharing no word with the corpus may still find documents.
 Every query the kit sends to an engine is listed in ``KIT_QUERIES``, so a recorded backend can be
-prepared for exactly these (run over ``CORPUS``, and ``"comets"`` over ``TWINS + CORPUS``).
+prepared for exactly these (run over ``CORPUS``, and ``"comets"`` over ``TWINS + CORPUS``). The standard tests
+come from ``ContractKit``, fed by this kit's adapter hooks.
 """
 
 from __future__ import annotations
@@ -14,11 +15,10 @@ from typing import Any, ClassVar
 
 import pytest
 
-from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError
-from rag_integration.core.index_cache import INDEX_CACHE
+from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.sentences import split_sentences
-from rag_integration.testing.kit import ContractKit, kit_rows_feature
-from rag_integration.testing.runner import query_and_corpus_errors, run_feature, run_in_fresh_process
+from rag_integration.testing.kit import ContractKit, assert_ranked_passages, document_texts, kit_rows_feature
+from rag_integration.testing.runner import query_and_corpus_errors
 
 CORPUS: list[dict[str, Any]] = [
     {
@@ -81,6 +81,7 @@ class OrchestratorContractTests(ContractKit):
     """Every orchestrator backend must pass these; each test runs through ``mlodaAPI.run_all``."""
 
     feature_name: ClassVar[str] = "orchestrated_answer"
+    items_option: ClassVar[str | None] = "corpus"
 
     @classmethod
     def parity_requests(cls) -> list[dict[str, Any]]:
@@ -94,6 +95,37 @@ class OrchestratorContractTests(ContractKit):
     def matches_by_word_overlap(cls) -> bool:
         """True when a query that shares no word with the corpus gets no document and an empty answer."""
         return True
+
+    @classmethod
+    def sample_request(cls) -> dict[str, Any]:
+        return {"query_text": "engine oil", "corpus": CORPUS}
+
+    @classmethod
+    def sample_top(cls) -> Any:
+        return "engine"
+
+    @classmethod
+    def batch_queries(cls) -> list[Any]:
+        return ["cat windowsill", "engine oil", "moon tide ocean", "lava eruption", "the dog and the cat", "oil"]
+
+    @classmethod
+    def top_k_request(cls) -> dict[str, Any]:
+        return {"query_text": "the cat and the dog", "corpus": CORPUS}
+
+    @classmethod
+    def top_k_answer_size(cls) -> tuple[int, int]:
+        return 2, len(CORPUS)
+
+    @classmethod
+    def passages_of(cls, row: Any) -> list[dict[str, Any]]:
+        return list(row["documents"])
+
+    def check_row(self, row: Any, request: Mapping[str, Any]) -> None:
+        """An answer quoted from its documents, which are ranked passages of the request's corpus."""
+        assert set(row) == ROW_KEYS, row
+        assert type(row["answer"]) is str, row
+        assert_ranked_passages(row["documents"], document_texts(request["corpus"]))
+        assert quoted_from(row["answer"], row["documents"]), row
 
     def orchestrate(self, **options: Any) -> list[Any]:
         return self.run(**options)
@@ -110,20 +142,6 @@ class OrchestratorContractTests(ContractKit):
         with pytest.raises(InvalidOptionError, match="filters"):
             self.orchestrate(query_text="moon tide ocean", corpus=CORPUS, filters="de")
 
-    @pytest.fixture(autouse=True)
-    def _fresh_index_cache(self) -> None:
-        INDEX_CACHE.clear()
-
-    def test_row_shape_and_types(self) -> None:
-        row = self.one(query_text="cat windowsill", corpus=CORPUS)
-        assert set(row) == ROW_KEYS
-        assert isinstance(row["answer"], str) and row["answer"]
-        assert isinstance(row["documents"], list) and row["documents"]
-        for passage in row["documents"]:
-            assert set(passage) == PASSAGE_KEYS
-            assert type(passage["doc_id"]) is str and type(passage["text"]) is str
-            assert type(passage["score"]) is float and type(passage["rank"]) is int
-
     def test_documents_are_grounded_in_the_corpus(self) -> None:
         passages = self.one(query_text="oil for the car engine and the dog", corpus=CORPUS, top_k=6)["documents"]
         assert passages
@@ -138,6 +156,8 @@ class OrchestratorContractTests(ContractKit):
         row = self.one(query_text="engine oil filter for my car", corpus=CORPUS, top_k=2)
         assert row["answer"] and quoted_from(row["answer"], row["documents"])
         assert "oil" in row["answer"].lower()
+        row = self.one(query_text="cat windowsill", corpus=CORPUS)
+        assert row["answer"] and row["documents"] and quoted_from(row["answer"], row["documents"])
 
     def test_expected_top_document_with_margin(self) -> None:
         """The query also names the dog, so a runner-up exists and the margin over it is always checked."""
@@ -145,19 +165,6 @@ class OrchestratorContractTests(ContractKit):
         assert len(passages) >= 2
         assert [passage["doc_id"] for passage in passages[:2]] == ["engine", "dog"]
         assert passages[0]["score"] > passages[1]["score"]
-
-    def test_top_k_bounds(self) -> None:
-        single = self.one(query_text="the cat and the dog", corpus=CORPUS, top_k=1)
-        assert len(single["documents"]) == 1 and quoted_from(single["answer"], single["documents"])
-        everything = self.one(query_text="the cat and the dog", corpus=CORPUS, top_k=1000)["documents"]
-        assert 2 <= len(everything) <= len(CORPUS)
-        default = self.one(query_text="the cat and the dog", corpus=CORPUS)["documents"]
-        assert default == everything[:10]
-
-    @pytest.mark.parametrize("bad_top_k", [0, -3, True, 2.0, "5", [3]])
-    def test_bad_top_k_is_a_typed_error(self, bad_top_k: Any) -> None:
-        with pytest.raises(InvalidOptionError, match="top_k"):
-            self.orchestrate(query_text="engine oil", corpus=CORPUS, top_k=bad_top_k)
 
     def test_empty_corpus_gives_empty_answers(self) -> None:
         assert self.orchestrate(query_text=["cat", "dog"], corpus=[]) == [{"answer": "", "documents": []}] * 2
@@ -169,28 +176,15 @@ class OrchestratorContractTests(ContractKit):
         else:
             assert quoted_from(row["answer"], row["documents"])
 
-    def test_batched_queries_equal_one_by_one(self) -> None:
+    def test_each_query_finds_its_document(self) -> None:
         queries = ["cat windowsill", "engine oil", "moon tide ocean", "lava eruption"]
         batched = self.orchestrate(query_text=queries, corpus=CORPUS, top_k=3)
-        assert len(batched) == len(queries)
-        for query, row in zip(queries, batched):
-            assert dict(row) == self.one(query_text=query, corpus=CORPUS, top_k=3)
         assert [row["documents"][0]["doc_id"] for row in batched] == ["cat", "engine", "tide", "volcano"]
-
-    def test_deterministic_across_runs(self) -> None:
-        first = self.orchestrate(query_text=["the dog and the cat", "oil"], corpus=CORPUS, top_k=4)
-        INDEX_CACHE.clear()
-        assert self.orchestrate(query_text=["the dog and the cat", "oil"], corpus=CORPUS, top_k=4) == first
 
     def test_ties_break_by_doc_id(self) -> None:
         passages = self.one(query_text="comets", corpus=TWINS + CORPUS, top_k=2)["documents"]
         assert [passage["doc_id"] for passage in passages] == ["a", "b"]
         assert passages[0]["score"] == passages[1]["score"]
-
-    def test_options_in_group_work_too(self) -> None:
-        request = self.request(query_text="engine oil", corpus=CORPUS, top_k=1)
-        rows = run_feature(self.feature_name, request, {self.connector_class()}, in_group=True)
-        assert rows[0]["documents"][0]["doc_id"] == "engine"
 
     @pytest.mark.parametrize(("options", "error", "option_name"), query_and_corpus_errors(CORPUS))
     def test_bad_input_is_a_typed_error(
@@ -198,11 +192,3 @@ class OrchestratorContractTests(ContractKit):
     ) -> None:
         with pytest.raises(error, match=option_name):
             self.orchestrate(**options)
-
-    def test_duplicate_doc_ids_are_refused(self) -> None:
-        with pytest.raises(DuplicateDocIdError, match="corpus"):
-            self.orchestrate(query_text="cat", corpus=[{"doc_id": "1", "text": "a"}, {"doc_id": 1, "text": "b"}])
-
-    def test_same_answers_in_a_fresh_process(self) -> None:
-        options = self.request(query_text=["the cat and the dog", "oil"], corpus=CORPUS, top_k=4)
-        assert run_in_fresh_process(self.feature_name, options, self.connector_class()) == self.orchestrate(**options)

@@ -4,6 +4,8 @@ Subclass ``RetrieveContractTests`` in a test module and implement ``connector_cl
 ``backend_options`` for options your backend needs in tests (e.g. a small embedder),
 ``matches_by_word_overlap`` if a query sharing no word with a document may still retrieve it, and
 ``request`` if the backend answers from something that must exist before the request (a store on disk).
+The standard tests (row shape, ``top_k``, options in ``group``, duplicate ids, batching, determinism, framework
+parity) come from ``ContractKit``, fed by this kit's adapter hooks.
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ from typing import Any, ClassVar
 import pytest
 
 from rag_integration.core.documents import Corpus
-from rag_integration.core.errors import ConnectorError, DuplicateDocIdError, InvalidOptionError
+from rag_integration.core.errors import ConnectorError
 from rag_integration.core.index_cache import INDEX_CACHE
 from rag_integration.feature_groups.rag_pipeline import STAGES, VectorStoreRetriever
 from rag_integration.feature_groups.rag_pipeline.vector_store.store import read_manifest
-from rag_integration.testing.kit import ContractKit, kit_rows_feature
-from rag_integration.testing.runner import query_and_corpus_errors, run_feature, run_in_fresh_process
+from rag_integration.testing.kit import ContractKit, assert_ranked_passages, document_texts, kit_rows_feature
+from rag_integration.testing.runner import query_and_corpus_errors, run_feature
 
 CORPUS: list[dict[str, Any]] = [
     {"doc_id": "cat", "lang": "en", "text": "The cat purrs and naps on the warm windowsill all afternoon."},
@@ -37,6 +39,7 @@ class RetrieveContractTests(ContractKit):
     """Every retrieve backend must pass these; each test runs through ``mlodaAPI.run_all``."""
 
     feature_name: ClassVar[str] = "retrieved_passages"
+    items_option: ClassVar[str | None] = "corpus"
 
     @classmethod
     def parity_requests(cls) -> list[dict[str, Any]]:
@@ -51,6 +54,30 @@ class RetrieveContractTests(ContractKit):
         ]
 
     @classmethod
+    def sample_request(cls) -> dict[str, Any]:
+        return {"query_text": "engine oil filter for my car", "corpus": CORPUS}
+
+    @classmethod
+    def sample_top(cls) -> Any:
+        return "engine"
+
+    @classmethod
+    def batch_queries(cls) -> list[Any]:
+        return ["cat windowsill", "engine oil", "moon tide ocean", "lava eruption", "the dog and the cat", "oil"]
+
+    @classmethod
+    def top_k_request(cls) -> dict[str, Any]:
+        return {"query_text": "the cat and the dog", "corpus": CORPUS}
+
+    @classmethod
+    def top_k_answer_size(cls) -> tuple[int, int]:
+        return 2, len(CORPUS)
+
+    def check_row(self, row: Any, request: Mapping[str, Any]) -> None:
+        """Passages of the request's corpus, each with a score above zero (SPEC: only score > 0 is returned)."""
+        assert_ranked_passages(row, document_texts(request["corpus"]), positive=True)
+
+    @classmethod
     def matches_by_word_overlap(cls) -> bool:
         """True when a query that shares no word with the corpus returns no passage."""
         return True
@@ -60,54 +87,25 @@ class RetrieveContractTests(ContractKit):
         """Metadata keys the backend adds to every document (e.g. where it was read from)."""
         return frozenset()
 
-    def retrieve(self, *, in_group: bool = False, **options: Any) -> list[Any]:
-        """The rows for one request (options in ``context``, or in ``group`` with ``in_group``)."""
-        if not in_group:
-            return self.run(**options)
-        return run_feature(self.feature_name, self.request(**options), {self.connector_class()}, in_group=True)
+    def retrieve(self, **options: Any) -> list[Any]:
+        """The rows for one request."""
+        return self.run(**options)
 
     def one(self, **options: Any) -> list[dict[str, Any]]:
         rows = self.retrieve(**options)
         assert len(rows) == 1, rows
         return list(rows[0])
 
-    @pytest.fixture(autouse=True)
-    def _fresh_index_cache(self) -> None:
-        INDEX_CACHE.clear()
-
-    def test_row_shape_and_types(self) -> None:
-        passages = self.one(query_text="cat windowsill", corpus=CORPUS)
-        assert passages
-        for passage in passages:
-            assert set(passage) == ROW_KEYS
-            assert isinstance(passage["doc_id"], str) and isinstance(passage["text"], str)
-            assert type(passage["score"]) is float and type(passage["rank"]) is int
-            assert passage["text"] == next(doc["text"] for doc in CORPUS if doc["doc_id"] == passage["doc_id"])
-
     def test_ranks_and_scores_are_ordered(self) -> None:
         passages = self.one(query_text="oil for the car engine and the dog", corpus=CORPUS, top_k=6)
-        assert [passage["rank"] for passage in passages] == list(range(1, len(passages) + 1))
-        scores = [passage["score"] for passage in passages]
-        assert scores == sorted(scores, reverse=True)
-        assert all(score > 0.0 for score in scores)
+        assert passages
+        assert_ranked_passages(passages, document_texts(CORPUS), positive=True)
 
     def test_expected_top_document_with_margin(self) -> None:
         passages = self.one(query_text="engine oil filter for my car", corpus=CORPUS, top_k=3)
         assert passages[0]["doc_id"] == "engine"
         if len(passages) > 1:
             assert passages[0]["score"] > passages[1]["score"]
-
-    def test_top_k_bounds(self) -> None:
-        assert len(self.one(query_text="the cat and the dog", corpus=CORPUS, top_k=1)) == 1
-        everything = self.one(query_text="the cat and the dog", corpus=CORPUS, top_k=1000)
-        assert 2 <= len(everything) <= len(CORPUS)
-        default = self.one(query_text="the cat and the dog", corpus=CORPUS)
-        assert default == everything[:10]
-
-    @pytest.mark.parametrize("bad_top_k", [0, -3, True, 2.0, "5", [5]])
-    def test_bad_top_k_is_a_typed_error(self, bad_top_k: Any) -> None:
-        with pytest.raises(InvalidOptionError, match="top_k"):
-            self.retrieve(query_text="cat", corpus=CORPUS, top_k=bad_top_k)
 
     def test_empty_corpus_returns_no_passage(self) -> None:
         assert self.retrieve(query_text=["cat", "dog"], corpus=[]) == [[], []]
@@ -122,18 +120,6 @@ class RetrieveContractTests(ContractKit):
             assert [passage["rank"] for passage in passages] == list(range(1, len(passages) + 1))
             assert all(passage["text"] == texts[passage["doc_id"]] for passage in passages)
             assert self.one(query_text="zyxwvut qqqq", corpus=CORPUS + hollow, top_k=20) == passages
-
-    def test_batched_queries_equal_one_by_one(self) -> None:
-        queries = ["cat windowsill", "engine oil", "moon tide ocean", "lava eruption"]
-        batched = self.retrieve(query_text=queries, corpus=CORPUS, top_k=3)
-        assert len(batched) == len(queries)
-        for query, rows in zip(queries, batched):
-            assert list(rows) == self.one(query_text=query, corpus=CORPUS, top_k=3)
-
-    def test_deterministic_across_runs(self) -> None:
-        first = self.retrieve(query_text=["the dog and the cat", "oil"], corpus=CORPUS, top_k=4)
-        INDEX_CACHE.clear()
-        assert self.retrieve(query_text=["the dog and the cat", "oil"], corpus=CORPUS, top_k=4) == first
 
     def test_ties_break_by_doc_id(self) -> None:
         text = "identical twin documents about comets"
@@ -185,27 +171,12 @@ class RetrieveContractTests(ContractKit):
         assert second == first
         assert INDEX_CACHE.stats.builds == 0 and INDEX_CACHE.stats.loads >= 1
 
-    def test_options_in_group_work_too(self) -> None:
-        rows = self.retrieve(query_text="engine oil", corpus=CORPUS, top_k=1, in_group=True)
-        assert rows[0][0]["doc_id"] == "engine"
-
     @pytest.mark.parametrize(("options", "error", "option_name"), query_and_corpus_errors(CORPUS))
     def test_bad_input_is_a_typed_error(
         self, options: Mapping[str, Any], error: type[Exception], option_name: str
     ) -> None:
         with pytest.raises(error, match=option_name):
             self.retrieve(**options)
-
-    def test_duplicate_doc_ids_are_refused(self) -> None:
-        with pytest.raises(DuplicateDocIdError, match="corpus"):
-            self.retrieve(query_text="cat", corpus=[{"doc_id": "1", "text": "a"}, {"doc_id": 1, "text": "b"}])
-
-    def test_same_ranking_in_a_fresh_process(self) -> None:
-        connector = self.connector_class()
-        request = self.request(query_text=["the cat and the dog", "oil"], corpus=CORPUS, top_k=4)
-        assert run_in_fresh_process(self.feature_name, request, connector) == run_feature(
-            self.feature_name, request, {connector}
-        )
 
 
 class VectorStoreContractTests(RetrieveContractTests):

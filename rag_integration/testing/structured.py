@@ -3,6 +3,8 @@
 Subclass ``StructuredContractTests`` in a test module and implement ``connector_class``; override
 ``known_question`` (a question your backend maps on ``EMPLOYEES`` and the rows it must return),
 ``listing_question`` (a question returning whole rows) or ``backend_options`` where your backend differs.
+The standard tests come from ``ContractKit``, asked with ``known_question`` (structured has no ``top_k`` and no doc
+ids, so none of those tests).
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from rag_integration.core.errors import InvalidOptionError, MissingOptionError, 
 from rag_integration.feature_groups.connectors.structured import guard_sql
 from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
 from rag_integration.testing.kit import ContractKit
-from rag_integration.testing.runner import run_feature, run_in_fresh_process
 
 TABLE = "employees"
 COLUMNS: list[Any] = [
@@ -183,6 +184,7 @@ class StructuredContractTests(ContractKit):
     """Every structured backend must pass these; each test runs through ``mlodaAPI.run_all``."""
 
     feature_name: ClassVar[str] = "structured_rows"
+    query_option: ClassVar[str] = "question"
 
     @classmethod
     def parity_requests(cls) -> list[dict[str, Any]]:
@@ -199,6 +201,34 @@ class StructuredContractTests(ContractKit):
         """A question returning whole rows, and the names of those rows in order."""
         return "list employees with salary over 50000 ordered by salary descending", ["Ada", "Dora", "Fay", "Cem"]
 
+    @classmethod
+    def supports_top_k(cls) -> bool:
+        return False
+
+    @classmethod
+    def sample_request(cls) -> dict[str, Any]:
+        return {"table_name": TABLE, "columns": COLUMNS, "rows": EMPLOYEES, "question": cls.known_question()[0]}
+
+    @classmethod
+    def sample_top(cls) -> Any:
+        return cls.known_question()[1][0]
+
+    @classmethod
+    def batch_queries(cls) -> list[Any]:
+        return [cls.known_question()[0], cls.listing_question()[0]]
+
+    @classmethod
+    def answer_keys(cls, row: Any) -> list[Any]:
+        return list(row["rows"])
+
+    def check_row(self, row: Any, request: Mapping[str, Any]) -> None:
+        """The result shape, and SQL that is one guarded SELECT whose every value is a bound parameter."""
+        assert set(row) == RESULT_KEYS, row
+        assert isinstance(row["sql"], str) and isinstance(row["params"], list), row
+        assert isinstance(row["rows"], list) and all(isinstance(result, dict) for result in row["rows"]), row
+        assert guard_sql(row["sql"], request["table_name"], request["columns"]) == row["sql"]
+        assert row["sql"].count("?") == len(row["params"]), row
+
     def ask(self, **options: Any) -> list[Any]:
         return self.run(**{"table_name": TABLE, "columns": COLUMNS, "rows": EMPLOYEES, **options})
 
@@ -207,11 +237,9 @@ class StructuredContractTests(ContractKit):
         assert len(results) == 1, results
         return dict(results[0])
 
-    def test_result_shape_and_types(self) -> None:
+    def test_listing_returns_the_source_rows_typed(self) -> None:
         question, names = self.listing_question()
         result = self.one(question=question)
-        assert set(result) == RESULT_KEYS
-        assert isinstance(result["sql"], str) and isinstance(result["params"], list)
         assert [row["name"] for row in result["rows"]] == names
         for row in result["rows"]:
             source = next(employee for employee in EMPLOYEES if employee["name"] == row["name"])
@@ -241,39 +269,6 @@ class StructuredContractTests(ContractKit):
         question, _ = self.listing_question()
         assert self.one(question=question, rows=[])["rows"] == []
         assert self.one(question="how many employees", rows=[])["rows"] == [{"count": 0}]
-
-    def test_batched_questions_equal_one_by_one(self) -> None:
-        questions = [self.known_question()[0], self.listing_question()[0]]
-        batched = self.ask(question=questions)
-        assert batched == [self.one(question=question) for question in questions]
-
-    def test_deterministic_across_runs_and_processes(self) -> None:
-        question, _ = self.listing_question()
-        first = self.one(question=question)
-        assert self.one(question=question) == first
-        connector = self.connector_class()
-        options = {
-            "structured_backend": connector.BACKEND,
-            "table_name": TABLE,
-            "columns": COLUMNS,
-            "rows": EMPLOYEES,
-            **self.backend_options(),
-            "question": question,
-        }
-        assert run_in_fresh_process(self.feature_name, options, connector) == [first]
-
-    def test_options_in_group_work_too(self) -> None:
-        connector = self.connector_class()
-        question, expected = self.known_question()
-        request = {
-            "structured_backend": connector.BACKEND,
-            "table_name": TABLE,
-            "columns": COLUMNS,
-            "rows": EMPLOYEES,
-            **self.backend_options(),
-            "question": question,
-        }
-        assert run_feature(self.feature_name, request, {connector}, in_group=True)[0]["rows"] == expected
 
     def test_hostile_cell_values_are_only_data(self) -> None:
         hostile = "x'); DROP TABLE employees; --"
