@@ -61,3 +61,11 @@ def test_spans_point_at_the_sentences() -> None:
 )
 def test_number_abbreviations_continue_only_before_numbers(text: str, sentences: list[str]) -> None:
     assert split_sentences(text) == sentences
+
+
+def test_text_without_spaces_or_with_long_runs_of_stops_splits_in_one_pass() -> None:
+    """Each full stop looks back a bounded window and a run of stops is matched once, so hostile text is linear."""
+    assert split_sentences("a." * 200_000) == ["a." * 200_000]
+    assert split_sentences("." * 500_000 + " Next one.") == ["." * 500_000, "Next one."]
+    long_word = "x" * 100_000
+    assert split_sentences(f"{long_word}. Dr. {long_word}. End") == [f"{long_word}.", f"Dr. {long_word}.", "End"]

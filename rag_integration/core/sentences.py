@@ -27,11 +27,14 @@ NUMBER_ABBREVIATIONS = frozenset(
 """Words that abbreviate only before a number ("No. 5", "Fig. 2"); "The answer is no. Then" ends a sentence."""
 
 _BOUNDARY = re.compile(
-    r"[.!?\u2026]+[\"'\u201d\u2019\u00bb)\]]*(?=\s|$)"  # . ! ? … then closing quotes/brackets, then space or end
+    r"(?<![.!?\u2026])[.!?\u2026]++[\"'\u201d\u2019\u00bb)\]]*+(?=\s|$)"  # . ! ? … then closing quotes/brackets, then space or end
     r"|[\u3002\uff01\uff1f!?\u061f\u0964]+[\"'\u201d\u2019\u300d\u300f)\]]*"  # CJK, Arabic and Devanagari marks need no space after
     r"|\n[ \t]*\n"  # a blank line
 )
-_WORD_BEFORE = re.compile(r"(\S+)$")
+_NEXT_CHARACTER = re.compile(r"\s*+(\S?)")
+WORD_WINDOW = 64
+"""How far back a full stop looks for the word it ends: abbreviations, initials and dotted acronyms are shorter, and
+the bound keeps splitting linear in the text's length even for text without spaces."""
 _DOTTED = re.compile(r"^(?:[^\W\d_]\.)+[^\W\d_]$")
 
 
@@ -62,17 +65,18 @@ def _add_stripped(spans: list[tuple[int, int]], text: str, start: int, end: int)
 
 def _ends_sentence(text: str, dot: int, end: int) -> bool:
     """Whether the full stop at ``dot`` (its run ending at ``end``) closes a sentence."""
-    following = text[end:].lstrip()
-    if following and following[0].islower():
+    next_character = _NEXT_CHARACTER.match(text, end)
+    following = next_character.group(1) if next_character else ""
+    if following.islower():
         return False
-    before = _WORD_BEFORE.search(text, 0, dot)
-    if before is None:
+    window = text[max(0, dot - WORD_WINDOW) : dot]
+    if not window or window[-1].isspace():
         return True
-    word = before.group(1).lstrip("\"'\u201c\u2018\u00ab([")
+    word = window.split()[-1].lstrip("\"'\u201c\u2018\u00ab([")
     if text[dot:end].startswith(".."):
         return True
     if word.lower() in ABBREVIATIONS or _DOTTED.match(word):
         return False
-    if word.lower() in NUMBER_ABBREVIATIONS and following[:1].isdigit():
+    if word.lower() in NUMBER_ABBREVIATIONS and following.isdigit():
         return False
     return not (len(word) == 1 and word.isalpha() and word.isupper())
