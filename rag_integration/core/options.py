@@ -39,14 +39,18 @@ class OptionReader:
     def has(self, key: str) -> bool:
         return self.raw(key) is not None
 
-    def snapshot(self) -> OptionReader:
-        """The same options as a plain dict (group over context, as mloda looks them up), to ship to another
-        process: mloda's ``Options`` carries planning state that need not travel."""
+    def snapshot(self, without: tuple[str, ...] = ()) -> OptionReader:
+        """The same options as a plain dict (group over context, as mloda looks them up), less ``without``, to ship
+        to another process: mloda's ``Options`` carries planning state that need not travel."""
         group = getattr(self._options, "group", None)
         context = getattr(self._options, "context", None)
         if isinstance(group, Mapping) and isinstance(context, Mapping):
-            return OptionReader({**context, **group}, self.owner)
-        return OptionReader(dict(self._options) if isinstance(self._options, Mapping) else self._options, self.owner)
+            merged = {**context, **group}
+        elif isinstance(self._options, Mapping):
+            merged = dict(self._options)
+        else:
+            raise TypeError(f"cannot copy options of type {type(self._options).__name__}")
+        return OptionReader({key: value for key, value in merged.items() if key not in without}, self.owner)
 
     def _absent(self, key: str, default: Any, expected: str) -> Any:
         if default is REQUIRED:

@@ -93,7 +93,9 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         settings = cls.read_settings(reader)
         configure_index_cache(reader)
         indexes = tuple(cls.indexes_for(request, settings))
-        return Shipment(cls, reader.snapshot(), indexes, cls.output_shape(reader))
+        # the indexes travel with the request, so executors need no index folder (a store-backed backend still does)
+        shipped = reader.snapshot(without=("index_dir",) if cls.CORPUS_REQUIRED else ())
+        return Shipment(cls, shipped, indexes, cls.output_shape(reader))
 
     @classmethod
     def retrieve(cls, request: RetrieveRequest, settings: Any) -> list[list[dict[str, Any]]]:
