@@ -76,7 +76,7 @@ class SelectorFeatureGroup(FeatureGroup):
 
     @classmethod
     def compute_framework_rule(cls) -> set[type[ComputeFramework]] | None:
-        """The frameworks every connector serves (those of ``core.frames`` whose library is installed)."""
+        """The frameworks every connector serves: the loaded mloda frameworks that ``core.frames`` has an adapter for."""
         return framework_classes()
 
     @classmethod
