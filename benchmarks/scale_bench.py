@@ -1,6 +1,6 @@
 """Retrieve at scale: the bm25s connector against raw bm25s in time and peak memory, each run in its own process.
 
-    uv run --all-extras python benchmarks/scale_bench.py [--size small|large|both] [--quick]
+    uv run --all-extras python benchmarks/scale_bench.py [--size small|large|both] [--quick] [--only-threads N] [--no-spark]
 
 small is 50,000 documents x 20,000 queries, large 200,000 x 100,000 (default: both); ``--quick`` is 2,000 x 500,
 a smoke test. Documents (30-80 words) and queries (2-6 words) are drawn Zipf-like from a 20,000-word vocabulary
@@ -10,7 +10,9 @@ tokenize + index + one batched top-10 retrieve of every query:
 
 - raw bm25s, on 1 thread and on all threads (``n_threads``);
 - the connector on PythonDict (corpus as ``rag_integration.Corpus``, queries as a list in ``query_text``) with the
-  same thread count (option ``search_threads``, when the connector has it);
+  same thread count (option ``search_threads``), twice: in an environment with only the ``connectors`` extra (what a
+  bm25s-on-PythonDict user installs) and in this one (all extras: mloda's first ``run_all`` then imports every
+  installed compute framework's transformers, pandas, pyarrow, polars and pyspark, whatever the request uses);
 - the connector on Spark ``local[2]``, queries from an upstream feature (``queries_source``); driver RSS only.
 
 Ratios are to raw bm25s at the same thread count; wall time is what the goal is about, CPU time is printed too
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import inspect
 import json
 import os
 import pickle
@@ -134,9 +135,25 @@ def child(mode: str, data: str, threads: int) -> None:
     print(json.dumps({**figures, "builds": stats.builds - builds if stats else None}))
 
 
-def measure(mode: str, data: Path, threads: int, repeat: int) -> dict[str, Any] | str:
+def lean_python(folder: Path) -> str | None:
+    """A Python whose environment holds this project with only the ``connectors`` extra, or None without uv."""
+    environment = folder / "connectors-only"
+    command = ["uv", "sync", "--quiet", "--frozen", "--no-dev", "--extra", "connectors"]
+    try:
+        subprocess.run(
+            command,
+            check=True,
+            cwd=Path(__file__).parent.parent,
+            env={**os.environ, "UV_PROJECT_ENVIRONMENT": str(environment)},
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return str(environment / "bin" / "python")
+
+
+def measure(mode: str, data: Path, threads: int, repeat: int, python: str) -> dict[str, Any] | str:
     """The fastest of ``repeat`` runs, each in a fresh process, or the line saying why one failed."""
-    command = [sys.executable, __file__, "--child", mode, "--data", str(data), "--threads", str(threads)]
+    command = [python, __file__, "--child", mode, "--data", str(data), "--threads", str(threads)]
     runs = []
     for _ in range(repeat):
         done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -149,13 +166,7 @@ def measure(mode: str, data: Path, threads: int, repeat: int) -> dict[str, Any] 
     return fastest
 
 
-def has_search_threads() -> bool:
-    from rag_integration.feature_groups.connectors.retrieve import bm25s_retriever
-
-    return "search_threads" in inspect.getsource(bm25s_retriever)
-
-
-def bench(size: str, folder: Path, repeat: int) -> None:
+def bench(size: str, folder: Path, repeat: int, lean: str | None, threads_only: int | None, spark: bool) -> None:
     from _common import synthetic_corpus
 
     documents, queries = SIZES[size]
@@ -164,27 +175,32 @@ def bench(size: str, folder: Path, repeat: int) -> None:
         pickle.dump(synthetic_corpus(documents, queries, VOCABULARY), handle, protocol=pickle.HIGHEST_PROTOCOL)
     everything = os.cpu_count() or 1
     print(f"\n{size}: {documents:,} documents x {queries:,} queries, top {TOP_K}, {everything} cores")
-    runs = [("raw bm25s", "raw", 1), ("connector PythonDict", "connector", 1)]
-    if everything > 1 and has_search_threads():
-        runs += [("raw bm25s", "raw", everything), ("connector PythonDict", "connector", everything)]
-    elif everything > 1:
-        runs += [("raw bm25s", "raw", everything)]
-        print("  (the connector has no search_threads option yet: it runs on 1 thread only)")
-    runs += [("connector Spark local[2]", "spark", 2)]
-    header = f"  {'run':<26}{'threads':>8}{'wall s':>9}{'cpu s':>9}{'peak MiB':>10}{'warm MiB':>10}{'builds':>7}"
+    full = sys.executable
+    thread_counts = [threads_only] if threads_only else [1, everything] if everything > 1 else [1]
+    runs: list[tuple[str, str, int, str]] = []
+    for threads in thread_counts:
+        runs.append(("raw bm25s", "raw", threads, full))
+        if lean:
+            runs.append(("connector, connectors extra", "connector", threads, lean))
+        runs.append(("connector, all extras", "connector", threads, full))
+    if spark:
+        runs.append(("connector Spark local[2]", "spark", 2, full))
+    if not lean:
+        print("  (uv not found: the connectors-only environment is skipped)")
+    header = f"  {'run':<30}{'threads':>8}{'wall s':>9}{'cpu s':>9}{'peak MiB':>10}{'warm MiB':>10}{'builds':>7}"
     print(header + f"{'time':>8}{'cpu':>7}{'RSS':>7}  score sum")
     raw: dict[int, dict[str, Any]] = {}
-    for label, mode, threads in runs:
-        figures = measure(mode, data, threads, repeat)
+    for label, mode, threads, python in runs:
+        figures = measure(mode, data, threads, repeat, python)
         if isinstance(figures, str):
-            print(f"  {label:<26}{threads:>8}  failed: {figures}")
+            print(f"  {label:<30}{threads:>8}  failed: {figures}")
             continue
         if mode == "raw":
             raw[threads] = figures
         base = raw.get(threads) or raw.get(1)
         ratios = "".join(f"{figures[key] / base[key]:>6.2f}x" if base else "     -" for key in ("wall", "cpu", "peak"))
         builds = "-" if figures["builds"] is None else str(figures["builds"])
-        line = f"  {label:<26}{threads:>8}{figures['wall']:>9.2f}{figures['cpu']:>9.2f}{figures['peak']:>10.0f}"
+        line = f"  {label:<30}{threads:>8}{figures['wall']:>9.2f}{figures['cpu']:>9.2f}{figures['peak']:>10.0f}"
         print(line + f"{figures['before']:>10.0f}{builds:>7}{ratios:>22}  {figures['score_sum']:.2f}", flush=True)
 
 
@@ -193,6 +209,8 @@ def main() -> int:
     parser.add_argument("--size", choices=["small", "large", "both"], default="both")
     parser.add_argument("--quick", action="store_true", help="one tiny size, to smoke-test the script")
     parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the fastest is shown")
+    parser.add_argument("--only-threads", type=int, help="measure this thread count only (default: 1 and all)")
+    parser.add_argument("--no-spark", action="store_true", help="leave out the Spark run")
     parser.add_argument("--child", choices=["raw", "connector", "spark"], help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
@@ -202,8 +220,9 @@ def main() -> int:
         return 0
     sizes = ["quick"] if arguments.quick else ["small", "large"] if arguments.size == "both" else [arguments.size]
     with tempfile.TemporaryDirectory(prefix="scale-bench-") as folder:
+        lean = lean_python(Path(folder))
         for size in sizes:
-            bench(size, Path(folder), arguments.repeat)
+            bench(size, Path(folder), arguments.repeat, lean, arguments.only_threads, not arguments.no_spark)
     return 0
 
 

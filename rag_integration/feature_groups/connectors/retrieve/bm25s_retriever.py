@@ -113,8 +113,9 @@ class Bm25sRetriever(BaseRetrieveConnector):
             show_progress=False,
             n_threads=settings.threads if settings.threads > 1 else 0,
         )
-        for position, row_positions, row_scores in zip(answerable, positions, scores, strict=True):
-            results[position] = [(int(doc), float(score)) for doc, score in zip(row_positions, row_scores, strict=True)]
+        # One ``tolist`` per array turns bm25s's numpy rows into Python ints and floats without a call per hit.
+        for position, row_positions, row_scores in zip(answerable, positions.tolist(), scores.tolist(), strict=True):
+            results[position] = list(zip(row_positions, row_scores, strict=True))
         return results
 
     @classmethod
