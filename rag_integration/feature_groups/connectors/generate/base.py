@@ -35,6 +35,7 @@ class BaseGenerateConnector(SelectorFeatureGroup):
     FAMILY: ClassVar[str] = "generate"
     FEATURE_NAME: ClassVar[str] = "generated_answer"
     SELECTOR: ClassVar[str] = "generate_backend"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("query_text", "queries_source", "filters")
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"passages_source": "passages"}
 
     @classmethod

@@ -65,6 +65,17 @@ class BaseGraphRagConnector(SelectorFeatureGroup):
     FAMILY: ClassVar[str] = "graph_rag"
     FEATURE_NAME: ClassVar[str] = "graph_passages"
     SELECTOR: ClassVar[str] = "graph_backend"
+    OPTIONS: ClassVar[tuple[str, ...]] = (
+        "query_text",
+        "queries_source",
+        "edges",
+        "top_k",
+        "filters",
+        "return_metadata",
+        "graph_scoring",
+        "graph_hops",
+        "graph_damping",
+    )
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"graph_source": "nodes"}
     SCORINGS: ClassVar[tuple[str, ...]] = ("spreading_activation",)
 

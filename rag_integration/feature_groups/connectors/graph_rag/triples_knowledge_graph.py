@@ -25,6 +25,7 @@ class TriplesKnowledgeGraph(SelectorFeatureGroup):
     FEATURE_NAME: ClassVar[str] = "knowledge_graph"
     SELECTOR: ClassVar[str] = "kg_backend"
     BACKEND: ClassVar[str | None] = "triples"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("triples",)
 
     @classmethod
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:

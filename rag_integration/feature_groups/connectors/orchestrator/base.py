@@ -73,6 +73,7 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
     FAMILY: ClassVar[str] = "orchestrator"
     FEATURE_NAME: ClassVar[str] = "orchestrated_answer"
     SELECTOR: ClassVar[str] = "orchestrator_backend"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("top_k", "filters")
     CORPUS_OPTIONS: ClassVar[tuple[str, ...]] = ("corpus",)
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"queries_source": "query_text", "corpus_source": "corpus"}
 

@@ -41,6 +41,7 @@ class R2RFixtureOrchestrator(BaseOrchestratorConnector):
     """``orchestrator_backend="r2r"``: a fixture file by default (``r2r_fixture``), a live server with ``r2r_base_url``."""
 
     BACKEND: ClassVar[str | None] = "r2r"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("r2r_base_url", "r2r_fixture", "r2r_timeout", "r2r_doc_id_field")
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> dict[str, Any]:

@@ -26,6 +26,7 @@ class BaseRerankConnector(SelectorFeatureGroup):
     FAMILY: ClassVar[str] = "rerank"
     FEATURE_NAME: ClassVar[str] = "reranked_passages"
     SELECTOR: ClassVar[str] = "rerank_backend"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("query_text", "queries_source", "top_k", "filters", "return_metadata")
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"candidates_source": "candidates"}
 
     @classmethod

@@ -66,6 +66,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
     FAMILY: ClassVar[str] = "retrieve"
     FEATURE_NAME: ClassVar[str] = "retrieved_passages"
     SELECTOR: ClassVar[str] = "retrieve_backend"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("top_k", "filters", "return_metadata", "index_dir")
     CORPUS_OPTIONS: ClassVar[tuple[str, ...]] = ("corpus",)
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"queries_source": "query_text", "corpus_source": "corpus"}
     CORPUS_REQUIRED: ClassVar[bool] = True

@@ -31,6 +31,14 @@ class BaseStructuredConnector(SelectorFeatureGroup):
     FAMILY: ClassVar[str] = "structured"
     FEATURE_NAME: ClassVar[str] = "structured_rows"
     SELECTOR: ClassVar[str] = "structured_backend"
+    OPTIONS: ClassVar[tuple[str, ...]] = (
+        "question",
+        "table_name",
+        "columns",
+        "rows",
+        "sql_time_limit",
+        "max_result_rows",
+    )
     EXTRA: ClassVar[str | None] = "structured"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("sqlglot",)
     UNDERSTANDS: ClassVar[tuple[str, ...]] = ()
