@@ -11,12 +11,18 @@ from __future__ import annotations
 import contextvars
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TypeVar
 
 from rag_integration.core.errors import DeadlineExceededError
 from rag_integration.core.options import OptionReader
+
+T = TypeVar("T")
+
+_clock = time.monotonic
+"""The clock deadlines are measured on (a module attribute, so a test can make time pass)."""
 
 DEADLINE_OPTION = "deadline_ms"
 MAX_DEADLINE_MS = 7 * 24 * 3600 * 1000  # a week: keeps every derived socket timeout finite and representable
@@ -28,11 +34,12 @@ class Deadline:
 
     limit_ms: int | None = None
     started: float = 0.0
+    """When the budget opened, on ``_clock``."""
 
     @classmethod
     def read(cls, reader: OptionReader) -> Deadline:
         limit = reader.integer(DEADLINE_OPTION, default=None, minimum=1, maximum=MAX_DEADLINE_MS)
-        return cls(limit, time.monotonic())
+        return cls(limit, _clock())
 
     @property
     def ends(self) -> float:
@@ -40,7 +47,7 @@ class Deadline:
 
     def seconds_left(self) -> float:
         """Time left (never negative); ``math.inf`` without a limit."""
-        return max(0.0, self.ends - time.monotonic())
+        return max(0.0, self.ends - _clock())
 
     def binds(self, own_limit: float) -> bool:
         """True when this deadline, not a family's ``own_limit`` (seconds from now), ends first."""
@@ -48,7 +55,7 @@ class Deadline:
 
     def check(self, step: str) -> None:
         """Raise ``DeadlineExceededError`` naming ``step`` once the budget is spent."""
-        if time.monotonic() > self.ends:
+        if _clock() > self.ends:
             raise self.exceeded(step)
 
     def exceeded(self, step: str) -> DeadlineExceededError:
@@ -80,3 +87,19 @@ def current_deadline() -> Deadline:
 def check_deadline(step: str) -> None:
     """Raise ``DeadlineExceededError`` when the current request's ``deadline_ms`` has passed."""
     current_deadline().check(step)
+
+
+def within_deadline(own_limit: float, call: Callable[[float], T], step: str) -> T:
+    """``call(limit)`` with the smaller of a family's own time limit (seconds) and the request's time left.
+
+    When the request's deadline is the smaller one, a ``DeadlineExceededError`` from ``call`` is reported against
+    ``deadline_ms`` (the option that actually ran out) instead of the family's own limit.
+    """
+    deadline = current_deadline()
+    deadline.check(step)
+    if not deadline.binds(own_limit):
+        return call(own_limit)
+    try:
+        return call(max(deadline.seconds_left(), 0.001))
+    except DeadlineExceededError as error:
+        raise deadline.exceeded(step) from error

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from mloda.provider import ComputeFramework, FeatureGroup, FeatureSet
 from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 
-from rag_integration.core.deadline import DEADLINE_OPTION, Deadline, deadline_scope
+from rag_integration.core.deadline import DEADLINE_OPTION, Deadline, check_deadline, deadline_scope
 from rag_integration.core.declarations import check_request_options, check_selector
 from rag_integration.core.documents import Corpus
 from rag_integration.core.errors import ConnectorError, InvalidOptionError
@@ -129,6 +129,7 @@ class SelectorFeatureGroup(FeatureGroup):
         """The framework's own output: upstream rows read once, answered, and the typed column appended."""
         readable = adapter.readable(data)
         values = list(cls.answer(readable, reader)[cls.FEATURE_NAME])
+        check_deadline(f"while {cls.__name__} answered")
         return adapter.write(cls.FEATURE_NAME, values, cls.output_shape(reader), readable)
 
     @classmethod

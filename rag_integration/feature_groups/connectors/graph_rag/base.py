@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents import Document, MetadataFilter, read_documents
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError, RankingContractError, short_repr
 from rag_integration.core.feature_group import SelectorFeatureGroup
@@ -92,7 +93,11 @@ class BaseGraphRagConnector(SelectorFeatureGroup):
         graphs = [(row.query, read_graph(row.items, "" if row.option == "nodes" else row.option)) for row in rows]
         if metadata_filter is not None:
             graphs = [(query, graph.restricted_to(metadata_filter)) for query, graph in graphs]
-        return {cls.FEATURE_NAME: [cls.rank(query, graph, top_k, settings, return_metadata) for query, graph in graphs]}
+        rows = []
+        for position, (query, graph) in enumerate(graphs):
+            check_deadline(f"before query {position + 1} of {len(graphs)} was ranked")
+            rows.append(cls.rank(query, graph, top_k, settings, return_metadata))
+        return {cls.FEATURE_NAME: rows}
 
     @classmethod
     def rank(

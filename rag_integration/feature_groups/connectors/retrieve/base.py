@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents import Document, MetadataFilter, corpus_fingerprint
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.frames import FrameAdapter, SparkAdapter
-from rag_integration.core.index_cache import INDEX_CACHE, IndexKey, configure_index_cache
+from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import AllowedMask, Hits, rank_corpus, search_with_exact_ties
 from rag_integration.core.queries import read_corpus, read_index_dir, read_queries
@@ -76,7 +77,6 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
         request = RetrieveRequest.read(reader, data, corpus_required=cls.CORPUS_REQUIRED)
         settings = cls.read_settings(reader)
-        configure_index_cache(reader)
         return {cls.FEATURE_NAME: cls.retrieve(request, settings)}
 
     @classmethod
@@ -92,7 +92,6 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         """The request for the executors: validated here, its indexes built (or loaded) once, here."""
         request = RetrieveRequest.read(reader, None, corpus_required=cls.CORPUS_REQUIRED, queries=[])
         settings = cls.read_settings(reader)
-        configure_index_cache(reader)
         indexes = tuple(cls.indexes_for(request, settings))
         # the indexes travel with the request, so executors need no index folder (a store-backed backend still does)
         shipped = reader.snapshot(without=("index_dir",) if cls.CORPUS_REQUIRED else ())
@@ -104,7 +103,9 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         documents, index = cls.open_index(request, settings)
 
         def search(queries: list[str], depth: int, allowed: AllowedMask) -> list[Hits]:
-            return cls.search(index(), queries, depth, allowed, settings)
+            built = index()
+            check_deadline(f"before {cls.__name__} searched {len(queries)} queries")
+            return cls.search(built, queries, depth, allowed, settings)
 
         return rank_corpus(
             documents, request.queries, request.top_k, search, request.metadata_filter, request.return_metadata
