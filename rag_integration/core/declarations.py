@@ -15,12 +15,15 @@ from __future__ import annotations
 import difflib
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from mloda.provider import DefaultOptionKeys, FeatureGroup, escalate_match_abort
 from mloda.user import Options
 
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError, UnknownBackendError, UnknownOptionError
+
+if TYPE_CHECKING:
+    from rag_integration.core.feature_group import SelectorFeatureGroup
 
 RESERVED_MLODA_KEYS = frozenset(key.value for key in DefaultOptionKeys) | {"mloda_source_reader"}
 """Keys mloda itself puts into (or reads from) a feature's options."""
@@ -37,21 +40,7 @@ MOVED_OPTIONS: Mapping[str, str] = {
 """Keys that used to be request options, with where the setting lives now."""
 
 
-class Backend(Protocol):
-    """What the checks read of a backend class (``SelectorFeatureGroup``)."""
-
-    FEATURE_NAME: str
-    SELECTOR: str
-    BACKEND: str | None
-
-    @classmethod
-    def declared_options(cls) -> frozenset[str]: ...
-
-    @classmethod
-    def serves(cls, feature_name: str) -> bool: ...
-
-
-def check_request_options(options: Options, backends: Sequence[type[Backend]]) -> None:
+def check_request_options(options: Options, backends: Sequence[type[SelectorFeatureGroup]]) -> None:
     """Raise ``UnknownOptionError`` for a key no backend selected in ``options`` declares, ``InvalidOptionError``
     for an explicit None. ``backends`` are every loaded backend; those whose selector holds their value are
     the request's."""
@@ -70,7 +59,7 @@ def check_request_options(options: Options, backends: Sequence[type[Backend]]) -
                 )
 
 
-def check_selector(feature_name: str, options: Options, backends: Sequence[type[Backend]]) -> None:
+def check_selector(feature_name: str, options: Options, backends: Sequence[type[SelectorFeatureGroup]]) -> None:
     """Raise when no enabled backend serves ``feature_name`` with the selector value in ``options``.
 
     Called by a backend whose own value was not selected. The enabled backends are the ones mloda is matching in
@@ -92,7 +81,7 @@ def check_selector(feature_name: str, options: Options, backends: Sequence[type[
         expected = "one of " + ", ".join(repr(name) for name in valid) + hint
         raise escalate_match_abort(MissingOptionError(selector, expected, owner=f"feature '{feature_name}'"))
     existing = [backend for backend in serving if value == backend.BACKEND]
-    not_enabled = ", ".join(getattr(backend, "__name__", str(backend)) for backend in existing)
+    not_enabled = ", ".join(backend.__name__ for backend in existing)
     suggestions = _near(value, valid) if isinstance(value, str) and not existing else ()
     error = UnknownBackendError(selector, value, valid, not_enabled=not_enabled)
     if suggestions:
@@ -127,7 +116,7 @@ def _all_feature_groups() -> list[type[FeatureGroup]]:
     return found
 
 
-def _enabled_in_this_run(serving: Sequence[type[Backend]]) -> list[type[Backend]]:
+def _enabled_in_this_run(serving: Sequence[type[SelectorFeatureGroup]]) -> list[type[SelectorFeatureGroup]]:
     """The backends among ``serving`` that mloda is matching in the current run.
 
     mloda 0.18 gives a matcher no handle on the run's accessible feature groups; its resolver holds them in the

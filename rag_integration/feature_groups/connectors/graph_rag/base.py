@@ -93,11 +93,11 @@ class BaseGraphRagConnector(SelectorFeatureGroup):
         graphs = [(row.query, read_graph(row.items, "" if row.option == "nodes" else row.option)) for row in rows]
         if metadata_filter is not None:
             graphs = [(query, graph.restricted_to(metadata_filter)) for query, graph in graphs]
-        rows = []
+        ranked = []
         for position, (query, graph) in enumerate(graphs):
             check_deadline(f"before query {position + 1} of {len(graphs)} was ranked")
-            rows.append(cls.rank(query, graph, top_k, settings, return_metadata))
-        return {cls.FEATURE_NAME: rows}
+            ranked.append(cls.rank(query, graph, top_k, settings, return_metadata))
+        return {cls.FEATURE_NAME: ranked}
 
     @classmethod
     def rank(
