@@ -6,10 +6,10 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
-from mloda.provider import DefaultOptionKeys, FeatureGroup
+from mloda.provider import DefaultOptionKeys, FeatureGroup, PropertySpec, property_spec
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
 
@@ -143,6 +143,31 @@ def test_stage_keys_pass_through_a_pipeline_chain() -> None:
     }
     rows = run_feature("retrieved_passages", options, {InlineDocumentSource, SentenceChunker, Bm25sRetriever})
     assert rows[0][0]["doc_id"].startswith("a")
+
+
+class UserQueries(FeatureGroup):
+    """A user's own upstream group; it declares the option it reads in mloda's ``PROPERTY_MAPPING``."""
+
+    PROPERTY_MAPPING: ClassVar[dict[str, PropertySpec] | None] = {"user_query_list": property_spec("the queries")}
+
+    @classmethod
+    def match_feature_group_criteria(cls, feature_name: Any, options: Any, data_access_collection: Any = None) -> bool:
+        return str(feature_name) == "user_queries"
+
+    def input_features(self, options: Any, feature_name: Any) -> None:
+        return None
+
+    @classmethod
+    def calculate_feature(cls, data: Any, features: Any) -> Any:
+        return {"user_queries": list(next(iter(features.features)).options.get("user_query_list"))}
+
+
+def test_a_key_declared_by_a_user_group_in_the_chain_is_accepted() -> None:
+    options = {"retrieve_backend": "bm25s", "queries_source": "user_queries", "corpus": CORPUS, "top_k": 1}
+    rows = run_feature("retrieved_passages", {**options, "user_query_list": ["dogs"]}, {Bm25sRetriever, UserQueries})
+    assert rows[0][0]["doc_id"] == "b"
+    with pytest.raises(UnknownOptionError, match=r"user_query_lst.*did you mean 'user_query_list'"):
+        run_feature("retrieved_passages", {**options, "user_query_lst": ["dogs"]}, {Bm25sRetriever, UserQueries})
 
 
 def test_mloda_own_keys_are_never_refused() -> None:

@@ -45,13 +45,15 @@ def check_request_options(options: Options, backends: Sequence[type[SelectorFeat
     for an explicit None. ``backends`` are every loaded backend; those whose selector holds their value are
     the request's."""
     selected = [backend for backend in backends if options.get(backend.SELECTOR) == backend.BACKEND]
-    ours = frozenset().union(*(backend.declared_options() for backend in selected))
+    declared = frozenset().union(*(backend.declared_options() for backend in selected))
     for scope in (options.group, options.context):
         for key, value in scope.items():
             if not isinstance(key, str) or key in RESERVED_MLODA_KEYS:
                 continue
-            if key not in ours and key not in _mloda_declared_keys():
-                error = UnknownOptionError(key, value, _near(key, ours), hint=MOVED_OPTIONS.get(key, ""))
+            if key not in declared:
+                declared |= _mloda_declared_keys()
+            if key not in declared:
+                error = UnknownOptionError(key, value, _near(key, declared), hint=MOVED_OPTIONS.get(key, ""))
                 raise escalate_match_abort(error)
             if value is None and key not in NULLABLE_OPTIONS:
                 raise escalate_match_abort(
