@@ -84,7 +84,9 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         """A Spark frame of queries is answered where it lives, on the executors (``core.spark``)."""
         distributed = isinstance(adapter, SparkAdapter) and data is not None and reader.has("queries_source")
         if distributed and not reader.has("corpus_source"):
-            return answer_partitions(data, cls.shipment(reader))
+            shipment = cls.shipment(reader)
+            check_deadline(f"while {cls.__name__} built its index for the executors")
+            return answer_partitions(data, shipment)
         return super().answer_frame(adapter, data, reader)
 
     @classmethod
