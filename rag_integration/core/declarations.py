@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from mloda.provider import DefaultOptionKeys, FeatureGroup, escalate_match_abort
@@ -85,9 +86,7 @@ def check_selector(feature_name: str, options: Options, backends: Sequence[type[
     existing = [backend for backend in serving if value == backend.BACKEND]
     not_enabled = ", ".join(backend.__name__ for backend in existing)
     suggestions = _near(value, valid) if isinstance(value, str) and not existing else ()
-    error = UnknownBackendError(selector, value, valid, not_enabled=not_enabled)
-    if suggestions:
-        error.args = (f"{error.args[0]} (did you mean {suggestions[0]!r}?)",)
+    error = UnknownBackendError(selector, value, valid, not_enabled=not_enabled, suggestions=suggestions)
     raise escalate_match_abort(error)
 
 
@@ -107,13 +106,13 @@ def _mloda_declared_keys() -> frozenset[str]:
     return frozenset(str(key) for group in groups for key in (getattr(group, "PROPERTY_MAPPING", None) or {}))
 
 
-def _all_feature_groups() -> list[type[FeatureGroup]]:
-    found: list[type[FeatureGroup]] = []
+def _all_feature_groups() -> set[type[FeatureGroup]]:
+    found: set[type[FeatureGroup]] = set()
     pending = list(FeatureGroup.__subclasses__())
     while pending:
         group = pending.pop()
         if group not in found:
-            found.append(group)
+            found.add(group)
             pending.extend(group.__subclasses__())
     return found
 
@@ -139,10 +138,10 @@ def _accessible_plugins() -> Mapping[Any, Any] | None:
         code = IdentifyFeatureGroupClass._filter_loop.__code__
     except (ImportError, AttributeError):
         return None
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code is code:
             accessible = frame.f_locals.get("accessible_plugins")
             return accessible if isinstance(accessible, Mapping) else None
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return None

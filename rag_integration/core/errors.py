@@ -63,10 +63,13 @@ class UnknownOptionError(InvalidOptionError):
 class UnknownBackendError(InvalidOptionError):
     """A selector option names no backend enabled for this run."""
 
-    def __init__(self, option: str, value: Any, valid: Sequence[str], *, not_enabled: str = "") -> None:
+    def __init__(
+        self, option: str, value: Any, valid: Sequence[str], *, not_enabled: str = "", suggestions: Sequence[str] = ()
+    ) -> None:
         self.option = option
         self.value = value
         self.valid = tuple(valid)
+        guess = f" (did you mean {suggestions[0]!r}?)" if suggestions else ""
         listed = ", ".join(repr(name) for name in self.valid) or "none (no backend of this family is enabled)"
         reason = (
             f"it selects {not_enabled}, which exists but is not enabled in the PluginCollector (add it there); "
@@ -74,7 +77,8 @@ class UnknownBackendError(InvalidOptionError):
             else ""
         )
         ConnectorError.__init__(
-            self, f"option '{option}' got {short_repr(value)}: {reason}expected one of the enabled backends: {listed}"
+            self,
+            f"option '{option}' got {short_repr(value)}: {reason}expected one of the enabled backends: {listed}{guess}",
         )
 
 
