@@ -15,6 +15,7 @@ from mloda.user.python_dict import PythonDictFramework
 
 import rag_integration
 from rag_integration.core import deadline as deadline_module
+from rag_integration.core import index_cache
 from rag_integration.core.deadline import Deadline, deadline_scope, within_deadline
 from rag_integration.core.declarations import check_request_options
 from rag_integration.core.feature_group import SelectorFeatureGroup
@@ -267,6 +268,17 @@ def test_configure_index_cache_bounds_entries_and_bytes() -> None:
                 rag_integration.configure_index_cache(**bad)
     finally:
         rag_integration.configure_index_cache(max_entries=capacity, max_bytes=max_bytes)
+
+
+def test_the_cache_bounds_can_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAG_INDEX_CACHE_ENTRIES", " 3 ")
+    assert index_cache._bound_from_environment("RAG_INDEX_CACHE_ENTRIES", 8) == 3
+    monkeypatch.delenv("RAG_INDEX_CACHE_ENTRIES")
+    assert index_cache._bound_from_environment("RAG_INDEX_CACHE_ENTRIES", 8) == 8
+    for bad in ("-1", "lots", "1e9"):
+        monkeypatch.setenv("RAG_INDEX_CACHE_BYTES", bad)
+        with pytest.raises(InvalidOptionError, match="RAG_INDEX_CACHE_BYTES"):
+            index_cache._bound_from_environment("RAG_INDEX_CACHE_BYTES", 1)
 
 
 def test_the_byte_bound_evicts_least_recently_used_and_skips_an_oversized_index() -> None:
