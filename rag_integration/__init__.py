@@ -1,8 +1,12 @@
 """rag-integration: open-source RAG tools behind mloda features, one option away from each other."""
 
 from rag_integration.core.documents import Corpus
+from rag_integration.core.index_cache import configure_index_cache
+from rag_integration.core.mloda_logging import quiet_connector_error_tracebacks
 from rag_integration.registry import available_backends
+
+quiet_connector_error_tracebacks()
 
 __version__ = "0.1.0"
 
-__all__ = ["Corpus", "__version__", "available_backends"]
+__all__ = ["Corpus", "__version__", "available_backends", "configure_index_cache"]

@@ -43,13 +43,13 @@ def backend_classes() -> list[type[SelectorFeatureGroup]]:
     for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         if not entry_point.value.startswith("rag_integration."):
             entry_point.load()  # a third-party backend subclasses a family base; loading registers it
-    return _loaded_backends()
+    return SelectorFeatureGroup.loaded_backends()
 
 
 def package_backend_classes() -> list[type[SelectorFeatureGroup]]:
     """This package's own backend classes only."""
     import_package_backends()
-    return [cls for cls in _loaded_backends() if cls.__module__.startswith("rag_integration.")]
+    return [cls for cls in SelectorFeatureGroup.loaded_backends() if cls.__module__.startswith("rag_integration.")]
 
 
 def import_package_backends() -> None:
@@ -58,17 +58,6 @@ def import_package_backends() -> None:
         if family.ispkg:
             importlib.import_module(f"{CONNECTORS_PACKAGE}.{family.name}")
     importlib.import_module(PIPELINE_PACKAGE)
-
-
-def _loaded_backends() -> list[type[SelectorFeatureGroup]]:
-    found: list[type[SelectorFeatureGroup]] = []
-    pending = list(SelectorFeatureGroup.__subclasses__())
-    while pending:
-        candidate = pending.pop()
-        pending.extend(candidate.__subclasses__())
-        if candidate.BACKEND is not None and candidate not in found:
-            found.append(candidate)
-    return found
 
 
 def available_backends() -> list[dict[str, object]]:

@@ -13,7 +13,7 @@ from mloda.user import Feature, FeatureName, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
 
 from rag_integration import available_backends
-from rag_integration.core.errors import BackendUnavailableError, InvalidOptionError
+from rag_integration.core.errors import BackendUnavailableError, ConnectorError, InvalidOptionError
 from rag_integration.core.index_cache import INDEX_CACHE
 from rag_integration.feature_groups.connectors.orchestrator import HaystackOrchestrator, R2RFixtureOrchestrator
 from rag_integration.testing.orchestrator import CORPUS
@@ -79,7 +79,7 @@ def test_the_selector_picks_the_backend() -> None:
         result = run({**options, "orchestrator_backend": backend}, HaystackOrchestrator, R2RFixtureOrchestrator)
         assert result[0]["orchestrated_answer"][0]["documents"][0]["doc_id"] == "engine"
     for bad in ({**options, "orchestrator_backend": "langchain"}, options):
-        with pytest.raises(Exception, match="No feature groups found"):
+        with pytest.raises(ConnectorError, match=r"orchestrator_backend.*'haystack', 'r2r'"):
             run(bad, HaystackOrchestrator, R2RFixtureOrchestrator)
 
 

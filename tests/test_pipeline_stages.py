@@ -336,7 +336,9 @@ def test_metadata_json_cannot_hold_is_refused_and_the_old_store_survives(tmp_pat
 
 def test_text_with_a_lone_surrogate_round_trips_through_the_store(tmp_path: Path) -> None:
     odd = [{"doc_id": "odd", "text": "cats \ud800 purr"}]
-    stage(INDEXED, **base_options(tmp_path, documents=odd, chunker="paragraph"))
+    options = base_options(tmp_path, documents=odd, chunker="paragraph")
+    del options["sentences_per_chunk"]  # a sentence chunker's option: refused next to the paragraph chunker
+    stage(INDEXED, **options)
     rows = stage("retrieved_passages", retrieve_backend="vector_store", index_dir=str(tmp_path), query_text="cats")
     assert rows[0][0]["text"] == "cats \ud800 purr"
 

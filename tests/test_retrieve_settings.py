@@ -120,7 +120,10 @@ def synthetic_corpus(count: int) -> list[dict[str, Any]]:
     ]
 
 
-@pytest.mark.parametrize(("connector", "extra"), BACKENDS)
+@pytest.mark.parametrize(
+    ("connector", "extra"),
+    [(connector, extra) for connector, extra in BACKENDS if "search_threads" in connector.declared_options()],
+)
 def test_rankings_are_identical_for_any_thread_count(
     connector: type[BaseRetrieveConnector], extra: dict[str, Any]
 ) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from mloda.provider import FeatureGroup, FeatureSet
+from mloda.provider import FeatureGroup, FeatureSet, PropertySpec, property_spec
 from mloda.user import DataAccessCollection, Feature, FeatureName, Options, PluginCollector, mlodaAPI
 from mloda.user.spark import SparkFramework
 
@@ -43,7 +43,12 @@ class CountingBm25s(Bm25sRetriever):
 
 
 class SparkQueries(FeatureGroup):
-    """An upstream that holds its queries as a Spark frame of several partitions, as a cluster's data would."""
+    """An upstream that holds its queries as a Spark frame of several partitions, as a cluster's data would. It
+    declares the option it reads in mloda's ``PROPERTY_MAPPING``, so a request that forwards it is not refused."""
+
+    PROPERTY_MAPPING: ClassVar[dict[str, PropertySpec] | None] = {
+        "spark_query_list": property_spec("the queries this upstream serves")
+    }
 
     @classmethod
     def match_feature_group_criteria(

@@ -7,6 +7,7 @@ each message names the option, the offending value (cut short) and what was expe
 from __future__ import annotations
 
 import reprlib
+from collections.abc import Sequence
 from typing import Any
 
 _SHORT_REPR = reprlib.Repr()
@@ -41,6 +42,44 @@ class InvalidOptionError(ConnectorError):
         self.option = option
         self.value = value
         super().__init__(f"option '{option}' got {short_repr(value)} ({type(value).__name__}): expected {expected}")
+
+
+class UnknownOptionError(InvalidOptionError):
+    """A request carries an option key that no feature group in it declares (a typo, or an option of another backend)."""
+
+    def __init__(self, option: str, value: Any, suggestions: Sequence[str] = (), *, hint: str = "") -> None:
+        self.option = option
+        self.value = value
+        self.suggestions = tuple(suggestions)
+        guess = " or ".join(repr(name) for name in self.suggestions)
+        advice = hint or (f"did you mean {guess}?" if guess else "remove it, or check the spelling against the docs")
+        ConnectorError.__init__(
+            self,
+            f"option '{option}' (given {short_repr(value)}) is not an option of any feature group in this request: "
+            f"{advice}",
+        )
+
+
+class UnknownBackendError(InvalidOptionError):
+    """A selector option names no backend enabled for this run."""
+
+    def __init__(
+        self, option: str, value: Any, valid: Sequence[str], *, not_enabled: str = "", suggestions: Sequence[str] = ()
+    ) -> None:
+        self.option = option
+        self.value = value
+        self.valid = tuple(valid)
+        guess = f" (did you mean {suggestions[0]!r}?)" if suggestions else ""
+        listed = ", ".join(repr(name) for name in self.valid) or "none (no backend of this family is enabled)"
+        reason = (
+            f"it selects {not_enabled}, which exists but is not enabled in the PluginCollector (add it there); "
+            if not_enabled
+            else ""
+        )
+        ConnectorError.__init__(
+            self,
+            f"option '{option}' got {short_repr(value)}: {reason}expected one of the enabled backends: {listed}{guess}",
+        )
 
 
 class IndexMismatchError(InvalidOptionError):
@@ -112,5 +151,7 @@ __all__ = [
     "RankingContractError",
     "RemoteServiceError",
     "SqlSafetyError",
+    "UnknownBackendError",
+    "UnknownOptionError",
     "short_repr",
 ]

@@ -8,6 +8,8 @@ from typing import Any, ClassVar
 from mloda.provider import ComputeFramework, FeatureGroup, FeatureSet
 from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 
+from rag_integration.core.deadline import DEADLINE_OPTION, Deadline, check_deadline, deadline_scope
+from rag_integration.core.declarations import check_request_options, check_selector
 from rag_integration.core.documents import Corpus
 from rag_integration.core.errors import ConnectorError, InvalidOptionError
 from rag_integration.core.extras import modules_installed
@@ -19,8 +21,9 @@ from rag_integration.core.schema import Shape, passages_shape
 class SelectorFeatureGroup(FeatureGroup):
     """Matches ``FEATURE_NAME`` only when option ``SELECTOR`` equals this class's ``BACKEND``.
 
-    A family base leaves ``BACKEND`` as None and therefore matches nothing; each backend sets it,
-    so values are disjoint per backend and an unknown value falls through to mloda's own error.
+    A family base leaves ``BACKEND`` as None and therefore matches nothing; each backend sets it, so values are
+    disjoint per backend. A selector naming no enabled backend, and a key no backend of the request declares in
+    ``OPTIONS``, are refused with our typed errors while mloda matches (``core.declarations``).
     """
 
     FAMILY: ClassVar[str] = ""
@@ -33,6 +36,38 @@ class SelectorFeatureGroup(FeatureGroup):
     """Options holding a list of documents, turned into a ``Corpus`` when this backend is matched."""
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {}
     """Option naming an upstream feature -> the inline option it replaces (``queries_source`` -> ``query_text``)."""
+    OPTIONS: ClassVar[tuple[str, ...]] = (DEADLINE_OPTION,)
+    """The option keys this class reads, besides the selector, ``SOURCE_OPTIONS`` and ``CORPUS_OPTIONS``. A family
+    base lists the family's keys and a backend only its own: ``declared_options`` adds up the whole class ladder."""
+
+    @classmethod
+    def declared_options(cls) -> frozenset[str]:
+        """Every option key a request for this backend may carry: ``OPTIONS`` of this class and its bases."""
+        keys: set[str] = set()
+        for klass in cls.__mro__:
+            keys.update(klass.__dict__.get("OPTIONS", ()))
+        keys.add(cls.SELECTOR)
+        keys.update(cls.CORPUS_OPTIONS)
+        for source_option, inline_option in cls.SOURCE_OPTIONS.items():
+            keys.update((source_option, inline_option))
+        return frozenset(keys)
+
+    @classmethod
+    def serves(cls, feature_name: str) -> bool:
+        """True for the feature names this family computes."""
+        return feature_name == cls.FEATURE_NAME
+
+    @staticmethod
+    def loaded_backends() -> list[type[SelectorFeatureGroup]]:
+        """Every imported backend class (a subclass with ``BACKEND`` set), in a stable order."""
+        found: dict[type[SelectorFeatureGroup], None] = {}
+        pending = list(SelectorFeatureGroup.__subclasses__())
+        while pending:
+            candidate = pending.pop()
+            pending.extend(candidate.__subclasses__())
+            if candidate.BACKEND is not None:
+                found.setdefault(candidate)
+        return sorted(found, key=lambda backend: (backend.__module__, backend.__qualname__))
 
     @classmethod
     def match_feature_group_criteria(
@@ -41,11 +76,13 @@ class SelectorFeatureGroup(FeatureGroup):
         options: Options,
         data_access_collection: DataAccessCollection | None = None,
     ) -> bool:
-        if cls.BACKEND is None or str(feature_name) != cls.FEATURE_NAME:
+        if cls.BACKEND is None or not cls.serves(str(feature_name)):
             return False
         selected = options.get(cls.SELECTOR)
         if not (isinstance(selected, str) and selected == cls.BACKEND):
+            check_selector(str(feature_name), options, cls.loaded_backends())
             return False
+        check_request_options(options, cls.loaded_backends())
         _compact_corpora(options, cls.CORPUS_OPTIONS)
         return True
 
@@ -84,13 +121,15 @@ class SelectorFeatureGroup(FeatureGroup):
         options = _single_request_options(features, cls.FEATURE_NAME)
         reader = OptionReader(options, owner=f"{cls.__name__} ({cls.FEATURE_NAME})")
         adapter = adapter_for(next(iter(features.features)).get_compute_framework().get_class_name())
-        return cls.answer_frame(adapter, data, reader)
+        with deadline_scope(Deadline.read(reader)):
+            return cls.answer_frame(adapter, data, reader)
 
     @classmethod
     def answer_frame(cls, adapter: FrameAdapter, data: Any, reader: OptionReader) -> Any:
         """The framework's own output: upstream rows read once, answered, and the typed column appended."""
         readable = adapter.readable(data)
         values = list(cls.answer(readable, reader)[cls.FEATURE_NAME])
+        check_deadline(f"while {cls.__name__} answered")
         return adapter.write(cls.FEATURE_NAME, values, cls.output_shape(reader), readable)
 
     @classmethod

@@ -11,7 +11,9 @@ import dataclasses
 import hashlib
 import json
 import os
+import pickle
 import shutil
+import sys
 import tempfile
 import threading
 from collections import OrderedDict
@@ -21,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from rag_integration.core.errors import InvalidOptionError
-from rag_integration.core.options import OptionReader
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_VERSION = 1
 DEFAULT_CAPACITY = 8
+DEFAULT_MAX_BYTES = 2 * 1024**3
+ENTRIES_VARIABLE = "RAG_INDEX_CACHE_ENTRIES"
+BYTES_VARIABLE = "RAG_INDEX_CACHE_BYTES"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,22 +71,33 @@ class CacheStats:
 
 
 class IndexCache:
-    """Process-wide LRU of built indexes; ``capacity`` 0 disables in-memory reuse."""
+    """Process-wide LRU of built indexes, bounded by ``capacity`` entries and ``max_bytes`` (the indexes' pickled
+    size, measured once when an index is kept); ``capacity`` 0 disables in-memory reuse. An index larger than
+    ``max_bytes`` alone is used by its request and not kept."""
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(self, capacity: int = DEFAULT_CAPACITY, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self._entries: OrderedDict[IndexKey, Any] = OrderedDict()
+        self._sizes: dict[IndexKey, int] = {}
         self._lock = threading.RLock()
         self.capacity = capacity
+        self.max_bytes = max_bytes
         self.stats = CacheStats()
 
-    def resize(self, capacity: int) -> None:
+    def resize(self, capacity: int, max_bytes: int | None = None) -> None:
         with self._lock:
             self.capacity = capacity
+            if max_bytes is not None:
+                self.max_bytes = max_bytes
             self._evict()
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self._sizes.values())
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._sizes.clear()
             self.stats = CacheStats()
 
     def __len__(self) -> int:
@@ -143,14 +158,29 @@ class IndexCache:
             self._remember(key, index)
 
     def _remember(self, key: IndexKey, index: Any) -> None:
-        if self.capacity > 0:
-            self._entries[key] = index
-            self._entries.move_to_end(key)
-            self._evict()
+        if self.capacity <= 0:
+            return
+        size = approximate_bytes(index)
+        if size > self.max_bytes:
+            return
+        self._entries[key] = index
+        self._sizes[key] = size
+        self._entries.move_to_end(key)
+        self._evict()
 
     def _evict(self) -> None:
-        while len(self._entries) > self.capacity:
-            self._entries.popitem(last=False)
+        while self._entries and (len(self._entries) > self.capacity or self.total_bytes > self.max_bytes):
+            key, _ = self._entries.popitem(last=False)
+            self._sizes.pop(key, None)
+
+
+def approximate_bytes(index: Any) -> int:
+    """An index's size as its pickle (every index here pickles, to travel to Spark executors); an object that does
+    not pickle counts its shallow size."""
+    try:
+        return len(pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:
+        return sys.getsizeof(index)
 
 
 def read_json_file(path: Path) -> Any:
@@ -190,9 +220,35 @@ def _save_atomically(folder: Path, key: IndexKey, index: Any, save: Callable[[An
             shutil.rmtree(staging, ignore_errors=True)
 
 
-INDEX_CACHE = IndexCache()
+def configure_index_cache(*, max_entries: int | None = None, max_bytes: int | None = None) -> None:
+    """Bound the process-wide index cache: at most ``max_entries`` indexes (0: keep none) and ``max_bytes`` of them.
+
+    A process setting, not a request option: every request in the process shares the cache. A bound left out keeps
+    its value; at import the bounds come from ``RAG_INDEX_CACHE_ENTRIES`` / ``RAG_INDEX_CACHE_BYTES`` when set
+    (defaults 8 entries and 2 GiB). Shrinking evicts the least recently used indexes at once.
+    """
+    entries = INDEX_CACHE.capacity if max_entries is None else _bound("max_entries", max_entries)
+    size = None if max_bytes is None else _bound("max_bytes", max_bytes)
+    INDEX_CACHE.resize(entries, size)
 
 
-def configure_index_cache(reader: OptionReader) -> None:
-    """Apply a request's ``index_cache_size`` (default ``DEFAULT_CAPACITY``) to the process-wide cache."""
-    INDEX_CACHE.resize(reader.integer("index_cache_size", default=DEFAULT_CAPACITY, minimum=0))
+def _bound(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidOptionError(name, value, "an int >= 0")
+    return value
+
+
+def _bound_from_environment(variable: str, default: int) -> int:
+    raw = os.environ.get(variable)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return _bound(variable, int(raw.strip()))
+    except ValueError as error:
+        raise InvalidOptionError(variable, raw, "an int >= 0 (environment variable)") from error
+
+
+INDEX_CACHE = IndexCache(
+    _bound_from_environment(ENTRIES_VARIABLE, DEFAULT_CAPACITY),
+    _bound_from_environment(BYTES_VARIABLE, DEFAULT_MAX_BYTES),
+)

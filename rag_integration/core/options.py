@@ -33,7 +33,8 @@ class OptionReader:
         self.owner = owner
 
     def raw(self, key: str) -> Any:
-        """The value as given, or None when absent (an explicit None counts as absent)."""
+        """The value as given, or None when absent. A request never carries an explicit None: it is refused while
+        mloda matches the request (``core.declarations``), so None here always means the key was left out."""
         return self._options.get(key)
 
     def has(self, key: str) -> bool:

@@ -41,6 +41,10 @@ class FaissSearchSettings:
     threads: int = 1
 
 
+FAISS_OPTIONS = ("faiss_index", "hnsw_m", "ivf_nlist", "hnsw_ef_search", "ivf_nprobe", "search_threads")
+"""The option keys ``FaissSettings.read`` reads: declared by every backend that builds or searches a FAISS index."""
+
+
 @dataclass(frozen=True)
 class FaissSettings:
     """Every FAISS option of one request, split into the index's shape and the search knobs."""

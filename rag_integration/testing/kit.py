@@ -4,6 +4,7 @@ the standard tests that hold for every family alike, written once here and fed b
 from __future__ import annotations
 
 import importlib
+import itertools
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, TypeVar
 
@@ -12,7 +13,13 @@ from mloda.provider import ComputeFramework, FeatureGroup, FeatureSet
 from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 from mloda.user.python_dict import PythonDictFramework
 
-from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError
+from rag_integration.core import deadline
+from rag_integration.core.errors import (
+    DeadlineExceededError,
+    DuplicateDocIdError,
+    InvalidOptionError,
+    UnknownOptionError,
+)
 from rag_integration.core.frames import ArrowBackedAdapter, adapter_for
 from rag_integration.core.index_cache import INDEX_CACHE
 from rag_integration.testing.runner import run_feature, run_in_fresh_process
@@ -315,6 +322,16 @@ class ContractKit:
     def test_bad_top_k_is_a_typed_error(self, bad_top_k: Any) -> None:
         with pytest.raises(InvalidOptionError, match="top_k"):
             self.run(**{**self.sample_request(), "top_k": bad_top_k})
+
+    def test_an_unknown_option_is_refused(self) -> None:
+        with pytest.raises(UnknownOptionError, match="not_an_option_of_anyone"):
+            self.run(**{**self.sample_request(), "not_an_option_of_anyone": 1})
+
+    def test_deadline_ms_is_kept(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        ticks = itertools.count(0.0, 10.0)  # every clock reading is 10 s after the last: any deadline has passed
+        monkeypatch.setattr(deadline, "_clock", lambda: next(ticks))
+        with pytest.raises(DeadlineExceededError, match="deadline_ms"):
+            self.run(**{**self.sample_request(), "deadline_ms": 1})
 
     def test_options_in_group_work_too(self) -> None:
         request = {**self.sample_request(), **({"top_k": 1} if self.supports_top_k() else {})}

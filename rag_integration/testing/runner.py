@@ -14,7 +14,7 @@ from mloda.provider import ComputeFramework, FeatureGroup
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
 
-from rag_integration.core.errors import ConnectorError, InvalidOptionError, MissingOptionError
+from rag_integration.core.errors import ConnectorError, InvalidOptionError, MissingOptionError, UnknownOptionError
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.frames import frame_column
 from rag_integration.core.options import OptionReader
@@ -101,8 +101,8 @@ def query_and_corpus_errors(
         ({"query_text": "cat", "corpus": [{"doc_id": 1.5, "text": "t"}]}, InvalidOptionError, "doc_id"),
         ({"query_text": "cat", "corpus": corpus, "top_k": 0}, InvalidOptionError, "top_k"),
         ({"query_text": "cat", "corpus": corpus, "top_k": True}, InvalidOptionError, "top_k"),
-        ({"query_text": "cat", "corpus": corpus, "index_cache_size": -1}, InvalidOptionError, "index_cache_size"),
-        ({"query_text": "cat", "corpus": corpus, "index_cache_size": 2.0}, InvalidOptionError, "index_cache_size"),
+        ({"query_text": "cat", "corpus": corpus, "top_K": 3}, UnknownOptionError, "top_K"),
+        ({"query_text": "cat", "corpus": corpus, "top_k": None}, InvalidOptionError, "top_k"),
         ({"queries_source": ["cat"], "corpus": corpus}, InvalidOptionError, "queries_source"),
         ({"query_text": "cat", "corpus_source": 5}, InvalidOptionError, "corpus_source"),
         ({"query_text": "cat", "queries_source": "q", "corpus": corpus}, InvalidOptionError, "queries_source"),

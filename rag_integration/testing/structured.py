@@ -21,6 +21,9 @@ from rag_integration.feature_groups.connectors.structured import guard_sql
 from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
 from rag_integration.testing.kit import ContractKit
 
+LEFT_OUT: Any = object()
+"""Stands for an option left out of a request (an explicit None is an error of its own)."""
+
 TABLE = "employees"
 COLUMNS: list[Any] = [
     "name",
@@ -302,10 +305,11 @@ class StructuredContractTests(ContractKit):
     @pytest.mark.parametrize(
         ("options", "error", "option_name"),
         [
-            ({"question": None}, MissingOptionError, "question"),
-            ({"table_name": None}, MissingOptionError, "table_name"),
-            ({"columns": None}, MissingOptionError, "columns"),
-            ({"rows": None}, MissingOptionError, "rows"),
+            ({"question": LEFT_OUT}, MissingOptionError, "question"),
+            ({"table_name": LEFT_OUT}, MissingOptionError, "table_name"),
+            ({"columns": LEFT_OUT}, MissingOptionError, "columns"),
+            ({"rows": LEFT_OUT}, MissingOptionError, "rows"),
+            ({"rows": None}, InvalidOptionError, "rows"),
             ({"question": 5}, InvalidOptionError, "question"),
             ({"question": ["how many employees", 3]}, InvalidOptionError, "question"),
             ({"question": "   "}, InvalidOptionError, "question"),
@@ -356,9 +360,10 @@ class StructuredContractTests(ContractKit):
     def test_bad_input_is_a_typed_error(
         self, options: Mapping[str, Any], error: type[Exception], option_name: str
     ) -> None:
-        request = {"question": self.known_question()[0], **options}
+        request = {"table_name": TABLE, "columns": COLUMNS, "rows": EMPLOYEES, "question": self.known_question()[0]}
+        request = {key: value for key, value in {**request, **options}.items() if value is not LEFT_OUT}
         with pytest.raises(error, match=f"option '{re.escape(option_name)}'"):
-            self.ask(**request)
+            self.run(**request)
 
     def test_too_many_rows_is_refused_not_cut_short(self) -> None:
         question, names = self.listing_question()

@@ -12,6 +12,8 @@ from rag_integration.core.errors import (
     RankingContractError,
     RemoteServiceError,
     SqlSafetyError,
+    UnknownBackendError,
+    UnknownOptionError,
 )
 
 __all__ = [
@@ -26,4 +28,6 @@ __all__ = [
     "RankingContractError",
     "RemoteServiceError",
     "SqlSafetyError",
+    "UnknownBackendError",
+    "UnknownOptionError",
 ]

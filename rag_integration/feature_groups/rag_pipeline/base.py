@@ -10,9 +10,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from mloda.provider import ComputeFramework, FeatureSet
-from mloda.user import DataAccessCollection, Feature, FeatureName, Options
+from mloda.user import Feature, FeatureName, Options
 from mloda.user.python_dict import PythonDictFramework
 
+from rag_integration.core.deadline import Deadline, deadline_scope
 from rag_integration.core.documents import Document, read_documents
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.frames import column_values
@@ -35,17 +36,8 @@ class StageFeatureGroup(PythonDictStage):
     SUFFIX: ClassVar[str] = ""
 
     @classmethod
-    def match_feature_group_criteria(
-        cls,
-        feature_name: FeatureName | str,
-        options: Options,
-        data_access_collection: DataAccessCollection | None = None,
-    ) -> bool:
-        name = str(feature_name)
-        if cls.BACKEND is None or not name.endswith(cls.SUFFIX) or len(name) == len(cls.SUFFIX):
-            return False
-        selected = options.get(cls.SELECTOR)
-        return isinstance(selected, str) and selected == cls.BACKEND
+    def serves(cls, feature_name: str) -> bool:
+        return feature_name.endswith(cls.SUFFIX) and len(feature_name) > len(cls.SUFFIX)
 
     def input_features(self, options: Options, feature_name: FeatureName) -> set[Feature] | None:
         return {Feature(self.source_name(str(feature_name)), options=options)}
@@ -62,7 +54,9 @@ class StageFeatureGroup(PythonDictStage):
             source = cls.source_name(name)
             documents = read_documents(column_values(data, source, source), source)
             reader = OptionReader(feature.options, owner=f"{cls.__name__} ({name})")
-            output[name] = cls.transform(documents, reader)
+            with deadline_scope(Deadline.read(reader)) as deadline:
+                output[name] = cls.transform(documents, reader)
+                deadline.check(f"after stage '{name}'")
         return output
 
     @classmethod

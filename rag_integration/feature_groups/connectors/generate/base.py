@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents import Document
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.grounding import QuotableSentence, check_cited_answer, quotable_sentences
@@ -35,13 +36,18 @@ class BaseGenerateConnector(SelectorFeatureGroup):
     FAMILY: ClassVar[str] = "generate"
     FEATURE_NAME: ClassVar[str] = "generated_answer"
     SELECTOR: ClassVar[str] = "generate_backend"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("query_text", "queries_source", "filters")
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"passages_source": "passages"}
 
     @classmethod
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
         requests = passage_requests(reader, data, "passages", "passages_source")
         settings = cls.read_settings(reader)
-        return {cls.FEATURE_NAME: [cls.generate(query, passages, settings) for query, passages in requests]}
+        answers = []
+        for position, (query, passages) in enumerate(requests):
+            check_deadline(f"before query {position + 1} of {len(requests)} was answered")
+            answers.append(cls.generate(query, passages, settings))
+        return {cls.FEATURE_NAME: answers}
 
     @classmethod
     def output_shape(cls, reader: OptionReader) -> Shape:

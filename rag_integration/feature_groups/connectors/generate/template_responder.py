@@ -21,6 +21,7 @@ class TemplateResponder(BaseGenerateConnector):
     ``"sentence [n] sentence [m]"``; each passage drawn from is cited once, a repeated sentence is used once."""
 
     BACKEND: ClassVar[str | None] = "template"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("max_sentences",)
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> dict[str, Any]:

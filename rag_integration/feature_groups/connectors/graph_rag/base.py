@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents import Document, MetadataFilter, read_documents
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError, RankingContractError, short_repr
 from rag_integration.core.feature_group import SelectorFeatureGroup
@@ -65,6 +66,17 @@ class BaseGraphRagConnector(SelectorFeatureGroup):
     FAMILY: ClassVar[str] = "graph_rag"
     FEATURE_NAME: ClassVar[str] = "graph_passages"
     SELECTOR: ClassVar[str] = "graph_backend"
+    OPTIONS: ClassVar[tuple[str, ...]] = (
+        "query_text",
+        "queries_source",
+        "edges",
+        "top_k",
+        "filters",
+        "return_metadata",
+        "graph_scoring",
+        "graph_hops",
+        "graph_damping",
+    )
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"graph_source": "nodes"}
     SCORINGS: ClassVar[tuple[str, ...]] = ("spreading_activation",)
 
@@ -81,7 +93,11 @@ class BaseGraphRagConnector(SelectorFeatureGroup):
         graphs = [(row.query, read_graph(row.items, "" if row.option == "nodes" else row.option)) for row in rows]
         if metadata_filter is not None:
             graphs = [(query, graph.restricted_to(metadata_filter)) for query, graph in graphs]
-        return {cls.FEATURE_NAME: [cls.rank(query, graph, top_k, settings, return_metadata) for query, graph in graphs]}
+        ranked = []
+        for position, (query, graph) in enumerate(graphs):
+            check_deadline(f"before query {position + 1} of {len(graphs)} was ranked")
+            ranked.append(cls.rank(query, graph, top_k, settings, return_metadata))
+        return {cls.FEATURE_NAME: ranked}
 
     @classmethod
     def rank(

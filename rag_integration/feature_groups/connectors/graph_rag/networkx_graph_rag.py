@@ -19,6 +19,7 @@ class NetworkxGraphRag(BaseGraphRagConnector):
     "personalized_pagerank"`` runs networkx's PageRank restarting at the query-matching nodes (``pagerank_alpha``)."""
 
     BACKEND: ClassVar[str | None] = "networkx"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("pagerank_alpha",)
     EXTRA: ClassVar[str | None] = "graph"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("networkx",)
     SCORINGS: ClassVar[tuple[str, ...]] = ("spreading_activation", "personalized_pagerank")

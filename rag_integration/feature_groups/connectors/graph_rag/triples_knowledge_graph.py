@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from rag_integration.core.deadline import check_deadline
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.options import OptionReader
@@ -25,12 +26,15 @@ class TriplesKnowledgeGraph(SelectorFeatureGroup):
     FEATURE_NAME: ClassVar[str] = "knowledge_graph"
     SELECTOR: ClassVar[str] = "kg_backend"
     BACKEND: ClassVar[str | None] = "triples"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("triples",)
 
     @classmethod
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
         if not reader.has("triples"):
             raise MissingOptionError("triples", f"a list of triples, each {TRIPLE_SHAPE}", owner=reader.owner)
-        return {cls.FEATURE_NAME: [triples_to_graph(read_triples(reader.raw("triples")))]}
+        triples = read_triples(reader.raw("triples"))
+        check_deadline(f"after reading {len(triples)} triples")
+        return {cls.FEATURE_NAME: [triples_to_graph(triples)]}
 
     @classmethod
     def output_shape(cls, reader: OptionReader) -> Shape:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents import Document, MetadataFilter, corpus_fingerprint
 from rag_integration.core.errors import (
     GroundingError,
@@ -20,7 +21,7 @@ from rag_integration.core.errors import (
 )
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.grounding import check_quoted_answer, is_quoted
-from rag_integration.core.index_cache import INDEX_CACHE, IndexKey, configure_index_cache
+from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import rank_hits
 from rag_integration.core.queries import read_corpus, read_queries
@@ -73,6 +74,7 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
     FAMILY: ClassVar[str] = "orchestrator"
     FEATURE_NAME: ClassVar[str] = "orchestrated_answer"
     SELECTOR: ClassVar[str] = "orchestrator_backend"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("top_k", "filters")
     CORPUS_OPTIONS: ClassVar[tuple[str, ...]] = ("corpus",)
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"queries_source": "query_text", "corpus_source": "corpus"}
 
@@ -80,7 +82,6 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
         request = OrchestratorRequest.read(reader, data)
         settings = cls.read_settings(reader)
-        configure_index_cache(reader)
         return {cls.FEATURE_NAME: cls.orchestrated_rows(request, settings)}
 
     @classmethod
@@ -92,16 +93,22 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
         """One grounded row per query; an empty corpus has nothing to ground in, so the engine is not asked."""
         if not request.documents:
             return [{"answer": "", "documents": []} for _ in request.queries]
+        check_deadline(f"before {cls.__name__} was asked")
         answers = cls.orchestrate(request, settings)
         if len(answers) != len(request.queries):
             raise RankingContractError(
                 f"backend '{cls.BACKEND}' answered {len(answers)} of {len(request.queries)} queries: expected one each"
             )
         position_of = {document.doc_id: position for position, document in enumerate(request.documents)}
-        return [
-            ground_answer(answer, request.documents, position_of, request.top_k, str(cls.BACKEND), request.excluded_ids)
-            for answer in answers
-        ]
+        rows = []
+        for position, answer in enumerate(answers):
+            check_deadline(f"before answer {position + 1} of {len(answers)} was grounded")
+            rows.append(
+                ground_answer(
+                    answer, request.documents, position_of, request.top_k, str(cls.BACKEND), request.excluded_ids
+                )
+            )
+        return rows
 
     @classmethod
     def cached_engine(cls, documents: Sequence[Document], settings: Mapping[str, Any]) -> Any:

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents import Document
 from rag_integration.core.extras import require_module
 from rag_integration.feature_groups.connectors.orchestrator.base import (
@@ -46,7 +47,11 @@ class HaystackOrchestrator(BaseOrchestratorConnector):
     def orchestrate(cls, request: OrchestratorRequest, settings: Mapping[str, Any]) -> list[EngineAnswer]:
         pipeline = cls.cached_engine(request.documents, settings)
         with HAYSTACK_TELEMETRY.paused():
-            return [_ask(pipeline, query, request.top_k) for query in request.queries]
+            answers = []
+            for position, query in enumerate(request.queries):
+                check_deadline(f"before query {position + 1} of {len(request.queries)} was asked")
+                answers.append(_ask(pipeline, query, request.top_k))
+            return answers
 
 
 def _ask(pipeline: Any, query: str, top_k: int) -> EngineAnswer:

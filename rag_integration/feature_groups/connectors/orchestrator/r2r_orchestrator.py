@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rag_integration.core.deadline import within_deadline
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, RemoteServiceError, short_repr
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.connectors.orchestrator.base import (
@@ -41,6 +42,7 @@ class R2RFixtureOrchestrator(BaseOrchestratorConnector):
     """``orchestrator_backend="r2r"``: a fixture file by default (``r2r_fixture``), a live server with ``r2r_base_url``."""
 
     BACKEND: ClassVar[str | None] = "r2r"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("r2r_base_url", "r2r_fixture", "r2r_timeout", "r2r_doc_id_field")
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
@@ -64,10 +66,7 @@ class R2RFixtureOrchestrator(BaseOrchestratorConnector):
             url = settings["base_url"].rstrip("/") + RAG_PATH
             fail = _server_error(url)
             limit = min(request.top_k, R2R_MAX_LIMIT)
-            payloads = [
-                post_json(url, {"query": query, "search_settings": {"limit": limit}}, settings["timeout"])
-                for query in request.queries
-            ]
+            payloads = [_ask_server(url, query, limit, settings["timeout"]) for query in request.queries]
         else:
             fail = _fixture_error(settings["fixture"])
             recorded = load_fixture(settings["fixture"])
@@ -82,6 +81,12 @@ class R2RFixtureOrchestrator(BaseOrchestratorConnector):
                 )
             payloads = [recorded[query] for query in request.queries]
         return [read_rag_response(payload, settings["doc_id_field"], fail) for payload in payloads]
+
+
+def _ask_server(url: str, query: str, limit: int, timeout: float) -> Any:
+    """One RAG call, given the smaller of ``r2r_timeout`` and the time the request's ``deadline_ms`` leaves."""
+    body = {"query": query, "search_settings": {"limit": limit}}
+    return within_deadline(timeout, lambda seconds: post_json(url, body, seconds), "waiting for the R2R server")
 
 
 def read_rag_response(payload: Any, doc_id_field: str, fail: ShapeError) -> EngineAnswer:

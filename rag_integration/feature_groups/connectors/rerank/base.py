@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents import Document
 from rag_integration.core.errors import RankingContractError
 from rag_integration.core.feature_group import SelectorFeatureGroup
@@ -26,6 +27,7 @@ class BaseRerankConnector(SelectorFeatureGroup):
     FAMILY: ClassVar[str] = "rerank"
     FEATURE_NAME: ClassVar[str] = "reranked_passages"
     SELECTOR: ClassVar[str] = "rerank_backend"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("query_text", "queries_source", "top_k", "filters", "return_metadata")
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"candidates_source": "candidates"}
 
     @classmethod
@@ -34,11 +36,11 @@ class BaseRerankConnector(SelectorFeatureGroup):
         top_k = reader.integer("top_k", default=10, minimum=1)
         return_metadata = reader.boolean("return_metadata", default=False)
         settings = cls.read_settings(reader)
-        return {
-            cls.FEATURE_NAME: [
-                cls.rerank(query, candidates, top_k, settings, return_metadata) for query, candidates in requests
-            ]
-        }
+        rows = []
+        for position, (query, candidates) in enumerate(requests):
+            check_deadline(f"before query {position + 1} of {len(requests)} was reranked")
+            rows.append(cls.rerank(query, candidates, top_k, settings, return_metadata))
+        return {cls.FEATURE_NAME: rows}
 
     @classmethod
     def rerank(

@@ -26,6 +26,7 @@ class FlashRankReranker(BaseRerankConnector):
     ``flashrank_model_dir`` (default: FlashRank's own cache folder), ``flashrank_max_length`` tokens per pair."""
 
     BACKEND: ClassVar[str | None] = "flashrank"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("flashrank_model", "flashrank_model_dir", "flashrank_max_length")
     EXTRA: ClassVar[str | None] = "rerank"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("flashrank", "onnxruntime", "tokenizers")
 

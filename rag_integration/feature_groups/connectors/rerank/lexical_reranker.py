@@ -15,6 +15,7 @@ class LexicalReranker(BaseRerankConnector):
     ``lexical_b``); a candidate sharing no word with the query scores 0 and keeps its input order."""
 
     BACKEND: ClassVar[str | None] = "lexical"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("lexical_k1", "lexical_b")
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> dict[str, Any]:

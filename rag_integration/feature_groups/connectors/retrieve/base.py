@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents import Document, MetadataFilter, corpus_fingerprint
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.frames import FrameAdapter, SparkAdapter
-from rag_integration.core.index_cache import INDEX_CACHE, IndexKey, configure_index_cache
+from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import AllowedMask, Hits, rank_corpus, search_with_exact_ties
 from rag_integration.core.queries import read_corpus, read_index_dir, read_queries
@@ -66,6 +67,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
     FAMILY: ClassVar[str] = "retrieve"
     FEATURE_NAME: ClassVar[str] = "retrieved_passages"
     SELECTOR: ClassVar[str] = "retrieve_backend"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("top_k", "filters", "return_metadata", "index_dir")
     CORPUS_OPTIONS: ClassVar[tuple[str, ...]] = ("corpus",)
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"queries_source": "query_text", "corpus_source": "corpus"}
     CORPUS_REQUIRED: ClassVar[bool] = True
@@ -75,7 +77,6 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
         request = RetrieveRequest.read(reader, data, corpus_required=cls.CORPUS_REQUIRED)
         settings = cls.read_settings(reader)
-        configure_index_cache(reader)
         return {cls.FEATURE_NAME: cls.retrieve(request, settings)}
 
     @classmethod
@@ -83,7 +84,9 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         """A Spark frame of queries is answered where it lives, on the executors (``core.spark``)."""
         distributed = isinstance(adapter, SparkAdapter) and data is not None and reader.has("queries_source")
         if distributed and not reader.has("corpus_source"):
-            return answer_partitions(data, cls.shipment(reader))
+            shipment = cls.shipment(reader)
+            check_deadline(f"while {cls.__name__} built its index for the executors")
+            return answer_partitions(data, shipment)
         return super().answer_frame(adapter, data, reader)
 
     @classmethod
@@ -91,7 +94,6 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         """The request for the executors: validated here, its indexes built (or loaded) once, here."""
         request = RetrieveRequest.read(reader, None, corpus_required=cls.CORPUS_REQUIRED, queries=[])
         settings = cls.read_settings(reader)
-        configure_index_cache(reader)
         indexes = tuple(cls.indexes_for(request, settings))
         # the indexes travel with the request, so executors need no index folder (a store-backed backend still does)
         shipped = reader.snapshot(without=("index_dir",) if cls.CORPUS_REQUIRED else ())
@@ -103,7 +105,9 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         documents, index = cls.open_index(request, settings)
 
         def search(queries: list[str], depth: int, allowed: AllowedMask) -> list[Hits]:
-            return cls.search(index(), queries, depth, allowed, settings)
+            built = index()
+            check_deadline(f"before {cls.__name__} searched {len(queries)} queries")
+            return cls.search(built, queries, depth, allowed, settings)
 
         return rank_corpus(
             documents, request.queries, request.top_k, search, request.metadata_filter, request.return_metadata

@@ -63,6 +63,7 @@ class Bm25sRetriever(BaseRetrieveConnector):
     """``retrieve_backend="bm25s"``: sparse BM25 (options ``bm25_k1``, ``bm25_b``, ``bm25_method``, ``stemmer``)."""
 
     BACKEND: ClassVar[str | None] = "bm25s"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("bm25_k1", "bm25_b", "bm25_method", "stemmer", "search_threads")
     EXTRA: ClassVar[str | None] = "connectors"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("bm25s", "Stemmer")
 

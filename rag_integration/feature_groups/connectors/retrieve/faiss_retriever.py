@@ -14,6 +14,7 @@ from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import AllowedMask, Hits
 from rag_integration.core.vector_index import (
     FAISS_INDEX_FILE,
+    FAISS_OPTIONS,
     FaissIndexSettings,
     FaissSearchSettings,
     FaissSettings,
@@ -78,6 +79,7 @@ class FaissDenseRetriever(BaseRetrieveConnector):
     """``retrieve_backend="faiss"``: cosine similarity of normalised embeddings (``faiss_index``: flat, hnsw, ivf)."""
 
     BACKEND: ClassVar[str | None] = "faiss"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("embedding_model", *FAISS_OPTIONS)
     EXTRA: ClassVar[str | None] = "faiss"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = (
         "faiss",

@@ -72,6 +72,13 @@ class HybridRrfRetriever(BaseRetrieveConnector):
     """``retrieve_backend="hybrid_rrf"``: fuses bm25s and faiss (``rrf_k``, ``rrf_weights``, ``rrf_candidates``)."""
 
     BACKEND: ClassVar[str | None] = "hybrid_rrf"
+    OPTIONS: ClassVar[tuple[str, ...]] = (
+        *Bm25sRetriever.OPTIONS,
+        *FaissDenseRetriever.OPTIONS,
+        "rrf_k",
+        "rrf_weights",
+        "rrf_candidates",
+    )
     EXTRA: ClassVar[str | None] = "all"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = Bm25sRetriever.REQUIRED_MODULES + FaissDenseRetriever.REQUIRED_MODULES
 

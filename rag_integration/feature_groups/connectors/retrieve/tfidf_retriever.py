@@ -37,6 +37,7 @@ class TfidfRetriever(BaseRetrieveConnector):
     """``retrieve_backend="tfidf"``: l2-normalised TF-IDF vectors (options ``tfidf_sublinear_tf``, ``tfidf_ngram_max``)."""
 
     BACKEND: ClassVar[str | None] = "tfidf"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("tfidf_ngram_max", "tfidf_sublinear_tf")
     EXTRA: ClassVar[str | None] = "tfidf"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("sklearn", "scipy")
 

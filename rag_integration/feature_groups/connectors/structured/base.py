@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rag_integration.core.deadline import check_deadline, within_deadline
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.extras import require_module
 from rag_integration.core.feature_group import SelectorFeatureGroup
@@ -31,6 +32,14 @@ class BaseStructuredConnector(SelectorFeatureGroup):
     FAMILY: ClassVar[str] = "structured"
     FEATURE_NAME: ClassVar[str] = "structured_rows"
     SELECTOR: ClassVar[str] = "structured_backend"
+    OPTIONS: ClassVar[tuple[str, ...]] = (
+        "question",
+        "table_name",
+        "columns",
+        "rows",
+        "sql_time_limit",
+        "max_result_rows",
+    )
     EXTRA: ClassVar[str | None] = "structured"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("sqlglot",)
     UNDERSTANDS: ClassVar[tuple[str, ...]] = ()
@@ -47,7 +56,11 @@ class BaseStructuredConnector(SelectorFeatureGroup):
         from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
 
         with SqliteSandbox(table, time_limit=time_limit, max_rows=max_rows) as sandbox:
-            return {cls.FEATURE_NAME: [cls.ask(sandbox, question) for question in questions]}
+            rows = []
+            for position, question in enumerate(questions):
+                check_deadline(f"before question {position + 1} of {len(questions)} was asked")
+                rows.append(cls.ask(sandbox, question))
+            return {cls.FEATURE_NAME: rows}
 
     @classmethod
     def output_shape(cls, reader: OptionReader) -> Shape:
@@ -64,7 +77,9 @@ class BaseStructuredConnector(SelectorFeatureGroup):
         plan = cls.plan(Question(text, table, cls.UNDERSTANDS))
         sql, params = build_select(plan, table.name)
         guarded = guard_sql(sql, table.name, [column.name for column in table.columns])
-        labels, rows = sandbox.run(guarded, params)
+        labels, rows = within_deadline(
+            sandbox.time_limit, lambda limit: sandbox.run(guarded, params, time_limit=limit), "running the SQL"
+        )
         sources = plan.sources(tuple(column.name for column in table.columns))
         restored = [
             {label: table.restore(sources.get(label), value) for label, value in zip(labels, row)} for row in rows

@@ -40,9 +40,13 @@ class SqliteSandbox:
     def __exit__(self, *exc_info: object) -> None:
         self.connection.close()
 
-    def run(self, sql: str, params: Sequence[Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """Column labels and rows of one guarded SELECT; more than ``max_rows`` rows is refused, never cut short."""
-        self._deadline = time.monotonic() + self.time_limit
+    def run(
+        self, sql: str, params: Sequence[Any], *, time_limit: float | None = None
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Column labels and rows of one guarded SELECT; more than ``max_rows`` rows is refused, never cut short.
+        ``time_limit`` (seconds) stands in for ``sql_time_limit`` when the request's deadline is nearer."""
+        limit = self.time_limit if time_limit is None else time_limit
+        self._deadline = time.monotonic() + limit
         self._timed_out = False
         try:
             cursor = self.connection.execute(sql, list(params))
@@ -50,7 +54,7 @@ class SqliteSandbox:
         except sqlite3.OperationalError as error:
             if self._timed_out:
                 raise DeadlineExceededError(
-                    f"option 'sql_time_limit' ({self.time_limit} s) was exceeded by {short_repr(sql)}"
+                    f"option 'sql_time_limit' ({limit} s) was exceeded by {short_repr(sql)}"
                 ) from error
             raise SqlSafetyError(f"SQLite refused {short_repr(sql)}: {error}") from error
         except (sqlite3.DatabaseError, sqlite3.ProgrammingError) as error:

@@ -16,6 +16,7 @@ class FixedSizeChunker(BaseChunker):
     """``chunker="fixed"``: ``chunk_unit`` ``"chars"`` (default) or ``"tokens"`` (whitespace-separated words)."""
 
     BACKEND: ClassVar[str | None] = "fixed"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("chunk_size", "chunk_overlap", "chunk_unit")
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> dict[str, Any]:

@@ -15,6 +15,7 @@ class ParagraphChunker(BaseChunker):
     """``chunker="paragraph"``: ``paragraphs_per_chunk`` (default 1)."""
 
     BACKEND: ClassVar[str | None] = "paragraph"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("paragraphs_per_chunk",)
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> dict[str, Any]:

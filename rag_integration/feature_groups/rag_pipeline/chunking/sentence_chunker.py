@@ -13,6 +13,7 @@ class SentenceChunker(BaseChunker):
     """``chunker="sentence"``: ``sentences_per_chunk`` (default 3), ``sentence_overlap`` (default 0)."""
 
     BACKEND: ClassVar[str | None] = "sentence"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("sentences_per_chunk", "sentence_overlap")
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> dict[str, Any]:

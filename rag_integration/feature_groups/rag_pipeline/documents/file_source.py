@@ -21,6 +21,7 @@ class FileDocumentSource(BaseDocumentSource):
     .csv row is one document (``text_field``, ``id_field``); every document records its file in ``source``."""
 
     BACKEND: ClassVar[str | None] = "files"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("paths", "encoding", "text_field", "id_field")
     OPTION: ClassVar[str] = "paths"
 
     @classmethod

@@ -14,6 +14,7 @@ class InlineDocumentSource(BaseDocumentSource):
     """``document_source="inline"``: each dict keeps its keys; ``source`` defaults to ``"inline"``."""
 
     BACKEND: ClassVar[str | None] = "inline"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("documents",)
 
     @classmethod
     def load(cls, reader: OptionReader) -> list[dict[str, Any]]:

@@ -52,6 +52,7 @@ class VectorStoreRetriever(BaseRetrieveConnector):
     match the store's manifest (``IndexMismatchError`` otherwise), so a changed corpus or model is never served."""
 
     BACKEND: ClassVar[str | None] = "vector_store"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("embedding_model", "search_threads")
     EXTRA: ClassVar[str | None] = "faiss"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("faiss",)
     CORPUS_REQUIRED: ClassVar[bool] = False

@@ -24,6 +24,7 @@ class BaseVectorStore(StageFeatureGroup):
     FAMILY: ClassVar[str] = "vector_store"
     FEATURE_NAME: ClassVar[str] = "<source>__indexed"
     SELECTOR: ClassVar[str] = "vector_store"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("index_dir",)
     SUFFIX: ClassVar[str] = "__indexed"
 
     @classmethod

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rag_integration.core.options import OptionReader
-from rag_integration.core.vector_index import build_faiss_index, read_faiss_settings
+from rag_integration.core.vector_index import FAISS_OPTIONS, build_faiss_index, read_faiss_settings
 from rag_integration.feature_groups.rag_pipeline.vector_store.base import BaseVectorStore
 
 
@@ -15,6 +15,7 @@ class FaissVectorStore(BaseVectorStore):
     """``vector_store="faiss"`` with ``faiss_index`` (flat, hnsw, ivf) and ``index_dir``."""
 
     BACKEND: ClassVar[str | None] = "faiss"
+    OPTIONS: ClassVar[tuple[str, ...]] = (*FAISS_OPTIONS,)
     EXTRA: ClassVar[str | None] = "faiss"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("faiss",)
 
