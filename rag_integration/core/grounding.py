@@ -12,9 +12,9 @@ returned with the answer (``check_quoted_answer``). Both raise ``GroundingError`
 shared BM25 overlap, so every family picks the sentence to quote by the same rule.
 
 A model that paraphrases cannot quote, so its sentences are held to ``support_score`` instead (see
-``verify_cited_reply``): the share of the sentence's content words and numbers found in the passages it cites,
-zero when a number is missing from them or when the sentence and its best-matching cited sentence disagree on
-negation; optionally averaged with a dense model's cosine similarity.
+``verify_cited_reply``): the share of the sentence's content words and numbers found in the cited passages'
+sentences of the same polarity (negated or not), zero when one of its numbers is missing; optionally averaged with
+a dense model's cosine similarity.
 """
 
 from __future__ import annotations
@@ -239,26 +239,31 @@ def claim_terms(text: str) -> set[str]:
 def support_score(claim: str, sources: Sequence[str], similarity: Callable[[str, str], float] | None = None) -> float:
     """How well ``sources`` support ``claim``, in [0, 1], deterministically.
 
-    The share of the claim's terms (``claim_terms``) found among the sources' terms; 0.0 when one of the claim's
-    numbers is missing from the sources, or when the claim and its best-matching source sentence (most shared
-    terms, the earlier on ties) disagree on negation (``negated``). With ``similarity`` (a dense model's cosine of
-    two texts) the score is the mean of that share and the similarity to the best-matching sentence (floored at 0).
-    A claim without terms scores 0.0: it states nothing a source could support.
+    The share of the claim's terms (``claim_terms``) found in the sources' sentences *of the claim's polarity*
+    (``negated``): a term taken from "Never mix bleach and ammonia" supports only a negated claim, so "Mix bleach
+    and ammonia" scores 0. A number of the claim missing from those sentences makes the score 0. With ``similarity``
+    (a dense model's cosine of two texts) the score is the mean of that share and the similarity to the sentence of
+    that polarity sharing most terms (the earlier on ties; floored at 0). A claim without terms scores 0.0: it
+    states nothing a source could support.
     """
     terms = claim_terms(claim)
-    sentences = [quote_form(sentence) for source in sources for sentence in split_sentences(source)]
+    polarity = negated(claim)
+    sentences = [
+        quoted
+        for source in sources
+        for sentence in split_sentences(source)
+        if (quoted := quote_form(sentence)) and negated(quoted) == polarity
+    ]
     if not terms or not sentences:
         return 0.0
     sentence_terms = [claim_terms(sentence) for sentence in sentences]
     known = set().union(*sentence_terms)
     if any(number not in known for number in _NUMBER.findall(claim)):
         return 0.0
-    best = max(range(len(sentences)), key=lambda position: (len(terms & sentence_terms[position]), -position))
-    if negated(claim) != negated(sentences[best]):
-        return 0.0
     share = len(terms & known) / len(terms)
     if similarity is None:
         return share
+    best = max(range(len(sentences)), key=lambda position: (len(terms & sentence_terms[position]), -position))
     return (share + max(0.0, min(1.0, similarity(claim, sentences[best])))) / 2.0
 
 

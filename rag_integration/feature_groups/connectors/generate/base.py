@@ -21,11 +21,18 @@ from rag_integration.core.schema import STRING, Shape
 
 @dataclass(frozen=True)
 class Answer:
+    """One generated answer; ``unsupported`` is None for a backend that only quotes, and the sentences it removed
+    for one that verifies a model's claims (``LlmResponder``)."""
+
     answer: str = ""
     citations: list[str] = field(default_factory=list)
+    unsupported: list[str] | None = None
 
     def as_row(self) -> dict[str, Any]:
-        return {"answer": self.answer, "citations": list(self.citations)}
+        row: dict[str, Any] = {"answer": self.answer, "citations": list(self.citations)}
+        if self.unsupported is not None:
+            row["unsupported"] = list(self.unsupported)
+        return row
 
 
 class BaseGenerateConnector(SelectorFeatureGroup):
@@ -50,10 +57,20 @@ class BaseGenerateConnector(SelectorFeatureGroup):
     @classmethod
     def generate(cls, query: str, passages: Sequence[Document], settings: Mapping[str, Any]) -> dict[str, Any]:
         if not passages:
-            return Answer().as_row()
+            return cls.empty_answer().as_row()
         answer = cls.respond(query, passages, settings)
-        check_grounded(answer, passages, cls.__name__)
+        cls.check(answer, passages, settings)
         return answer.as_row()
+
+    @classmethod
+    def empty_answer(cls) -> Answer:
+        """The answer when there is nothing to answer from."""
+        return Answer()
+
+    @classmethod
+    def check(cls, answer: Answer, passages: Sequence[Document], settings: Mapping[str, Any]) -> None:
+        """Vet ``answer`` before it leaves: quoted from the passages it cites (``check_grounded``)."""
+        check_grounded(answer, passages, cls.__name__)
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> dict[str, Any]:

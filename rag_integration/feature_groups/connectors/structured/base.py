@@ -47,7 +47,14 @@ class BaseStructuredConnector(SelectorFeatureGroup):
         from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
 
         with SqliteSandbox(table, time_limit=time_limit, max_rows=max_rows) as sandbox:
-            return {cls.FEATURE_NAME: [cls.ask(sandbox, question) for question in questions]}
+            return {cls.FEATURE_NAME: cls.answer_questions(sandbox, questions, reader)}
+
+    @classmethod
+    def answer_questions(
+        cls, sandbox: SqliteSandbox, questions: list[str], reader: OptionReader
+    ) -> list[dict[str, Any]]:
+        """Each question's result; a backend that needs options beyond the table's reads them from ``reader``."""
+        return [cls.ask(sandbox, question) for question in questions]
 
     @classmethod
     def output_shape(cls, reader: OptionReader) -> Shape:
