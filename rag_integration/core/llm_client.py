@@ -88,18 +88,24 @@ class LlmSettings:
 
 
 def _read_base_url(reader: OptionReader) -> str:
-    value = reader.string("llm_base_url")
-    parts = urllib.parse.urlsplit(value) if value.isprintable() else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidOptionError("llm_base_url", value, "an http(s) URL such as 'http://127.0.0.1:11434/v1'")
-    if parts.username is not None or parts.password is not None:
+    value: str = reader.string("llm_base_url")
+    expected = "an http(s) URL such as 'http://127.0.0.1:11434/v1', without credentials, query or fragment"
+    try:
+        parts = urllib.parse.urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number in range
+    except ValueError:
+        raise InvalidOptionError("llm_base_url", value, expected) from None
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
         raise InvalidOptionError(
             "llm_base_url",
             "(a URL with credentials, not shown)",
             "a URL without credentials: name the key's environment variable in llm_api_key_env instead",
         )
+    if not value.isprintable() or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidOptionError("llm_base_url", value, expected)
     if parts.query or parts.fragment:
-        raise InvalidOptionError("llm_base_url", value, "a base URL without query or fragment (…/v1)")
+        shown = parts._replace(query="", fragment="").geturl() + "?(query not shown)"
+        raise InvalidOptionError("llm_base_url", shown, expected)
     return value
 
 

@@ -96,7 +96,8 @@ class LlmResponder(BaseGenerateConnector):
             if settings["citation_check"] == "off":
                 return bool(quote_form(sentence))
             texts = [source.text for source in sources]
-            return support_score(sentence, texts, settings["similarity"]) >= settings["support_threshold"]
+            threshold: float = settings["support_threshold"]
+            return support_score(sentence, texts, settings["similarity"]) >= threshold
 
         check_cited_answer(answer.answer, answer.citations, passages, cls.__name__, supported)
 
