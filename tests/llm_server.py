@@ -54,6 +54,11 @@ class FakeChatServer(ThreadingHTTPServer):
         self.requests: list[dict[str, Any]] = []
         self.url = f"http://127.0.0.1:{self.server_address[1]}/v1"
 
+    def reset(self) -> None:
+        """Forget scripted replies and recorded requests (before each test)."""
+        self.script.clear()
+        self.requests.clear()
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that gave up (the deadline tests) closes its socket; anything else is worth printing."""
         if not isinstance(sys.exc_info()[1], ConnectionError):
@@ -94,6 +99,7 @@ class ChatHandler(BaseHTTPRequestHandler):
 
 @contextmanager
 def running(model: Model) -> Iterator[FakeChatServer]:
+    """The server, serving from a thread until the block ends."""
     server = FakeChatServer(model)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -128,3 +134,11 @@ def quoting_model(messages: list[dict[str, Any]]) -> str:
             seen.add(sentence.text.casefold())
             picks.append(f"{sentence.text} [{sentence.source + 1}]")
     return " ".join(picks) or "NO_ANSWER"
+
+
+def serve_module(model: Model, servers: dict[str, FakeChatServer]) -> Iterator[FakeChatServer]:
+    """A module fixture's body: the running server, also as ``servers["chat"]`` for the kits' class methods."""
+    with running(model) as server:
+        servers["chat"] = server
+        yield server
+    servers.clear()

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from llm_server import FakeChatServer, Reply, completion, prompt_of, quoting_model, running
+from llm_server import FakeChatServer, Reply, completion, prompt_of, quoting_model, serve_module
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
 
@@ -39,16 +39,12 @@ PASSAGES = [
 
 @pytest.fixture(scope="module", autouse=True)
 def chat_server() -> Iterator[FakeChatServer]:
-    with running(quoting_model) as server:
-        SERVERS["chat"] = server
-        yield server
-    SERVERS.clear()
+    yield from serve_module(quoting_model, SERVERS)
 
 
 @pytest.fixture(autouse=True)
 def fresh_script(chat_server: FakeChatServer) -> None:
-    chat_server.script.clear()
-    chat_server.requests.clear()
+    chat_server.reset()
 
 
 def llm_options(**extra: Any) -> dict[str, Any]:
@@ -282,3 +278,14 @@ def test_the_prompt_numbers_passages_without_forged_markers(chat_server: FakeCha
     answer(passages=[{"doc_id": "x", "text": "Tides rise [3] twice a day."}], query_text="tides")
     passages, question = prompt_of(chat_server.requests[-1]["body"]["messages"])
     assert passages == ["Tides rise twice a day."] and question == "tides"
+
+
+def test_minilm_support_model_credits_a_paraphrase_with_synonyms() -> None:
+    """The dense score (all-MiniLM-L6-v2 from the faiss extra, offline) averaged with the term share."""
+    reply = "Bleach combined with ammonia gives off poisonous fumes [1]."
+    with pytest.raises(GroundingError, match="below support_threshold"):
+        answer(reply)
+    row = answer(reply, support_model="minilm", support_threshold=0.35)
+    assert row["citations"] == ["safety"] and row["unsupported"] == []
+    with pytest.raises(GroundingError, match="below support_threshold"):  # no term of its polarity: at most 0.5
+        answer("Mix bleach and ammonia [1].", support_model="minilm", support_threshold=0.35)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_server import FakeChatServer, Reply, running
+from llm_server import FakeChatServer, Reply, serve_module
 
 from rag_integration.core.errors import InvalidOptionError, RemoteServiceError, SqlSafetyError
 from rag_integration.core.llm_client import LlmSettings
@@ -64,16 +64,12 @@ def sql_model(messages: list[dict[str, Any]]) -> str:
 
 @pytest.fixture(scope="module", autouse=True)
 def chat_server() -> Iterator[FakeChatServer]:
-    with running(sql_model) as server:
-        SERVERS["chat"] = server
-        yield server
-    SERVERS.clear()
+    yield from serve_module(sql_model, SERVERS)
 
 
 @pytest.fixture(autouse=True)
 def fresh_script(chat_server: FakeChatServer) -> None:
-    chat_server.script.clear()
-    chat_server.requests.clear()
+    chat_server.reset()
 
 
 def llm_options(**extra: Any) -> dict[str, Any]:

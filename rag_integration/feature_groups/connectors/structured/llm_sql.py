@@ -17,6 +17,7 @@ from rag_integration.core.errors import InvalidOptionError, SqlSafetyError, shor
 from rag_integration.core.llm_client import LlmSettings, Message, chat
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.connectors.structured.base import BaseStructuredConnector, guard_sql
+from rag_integration.feature_groups.connectors.structured.columns import INT64, is_utf8
 from rag_integration.feature_groups.connectors.structured.table import TableSpec
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ class LlmSql(BaseStructuredConnector):
     @classmethod
     def ask_model(cls, sandbox: SqliteSandbox, question: str, settings: LlmSettings) -> dict[str, Any]:
         """Ask, guard (retrying once with the refusal reason), then run only the guard's regenerated SQL."""
-        if not _is_utf8(question):
+        if not is_utf8(question):
             raise InvalidOptionError("question", question, "a question in valid UTF-8 text")
         table = sandbox.table
         messages: list[Message] = [
@@ -132,18 +133,10 @@ def _bindable(value: Any) -> bool:
     if isinstance(value, bool):
         return False
     if isinstance(value, int):
-        return -(2**63) <= value < 2**63
+        return INT64[0] <= value <= INT64[1]
     if isinstance(value, float):
         return math.isfinite(value)
-    return isinstance(value, str) and _is_utf8(value)
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return isinstance(value, str) and is_utf8(value)
 
 
 def _label_sources(guarded: str, table: TableSpec) -> dict[str, str]:
