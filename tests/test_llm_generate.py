@@ -172,6 +172,16 @@ def test_threshold_and_dense_support_model() -> None:
     assert dense["citations"] == ["safety"]
 
 
+def test_list_replies_are_read_line_by_line() -> None:
+    reply = "Here is what the passages say:\n1. Never mix bleach and ammonia [1]\n2. Change the engine oil every 10,000 km [2]"
+    row = answer(reply, citation_check="drop")
+    assert row == {
+        "answer": "Never mix bleach and ammonia [1] Change the engine oil every 10,000 km [2]",
+        "citations": ["safety", "oil"],
+        "unsupported": ["Here is what the passages say:"],
+    }
+
+
 def test_no_answer_and_marker_styles() -> None:
     assert answer("NO_ANSWER") == {"answer": "", "citations": [], "unsupported": []}
     both = answer("Never mix bleach and ammonia [1, 2].")

@@ -269,6 +269,8 @@ def support_score(claim: str, sources: Sequence[str], similarity: Callable[[str,
 
 CITATION_CHECKS = ("strict", "drop", "off")
 _CITED_RUN = re.compile(r"\[\s*(\d{1,6}(?:\s*,\s*\d{1,6})*)\s*\]")
+_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*\u2022]|\d{1,3}[.)])[ \t]+", re.MULTILINE)
+_LINE_BREAKS = re.compile(r"\s*\n\s*")
 
 
 @dataclass(frozen=True)
@@ -288,7 +290,9 @@ class VerifiedAnswer:
 
 def cited_sentences(reply: str) -> list[CitedSentence]:
     """The reply's sentences, each with the markers (``[n]``, ``[n][m]`` or ``[n, m]``) written inside it or right
-    after it; a marker before any text belongs to the first sentence."""
+    after it; a marker before any text belongs to the first sentence. Every line is a sentence of its own at least,
+    and a list item's bullet or number (``- ``, ``* ``, ``1. ``) is not part of it."""
+    reply = _LINE_BREAKS.sub("\n\n", _LIST_ITEM.sub("", reply)).strip()
     clean: list[str] = []
     length = 0
     placed: list[tuple[int, list[int]]] = []
