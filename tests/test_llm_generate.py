@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -101,6 +103,18 @@ def test_retrieve_rerank_llm_chain_in_one_run_all(chat_server: FakeChatServer) -
     body = chat_server.requests[0]["body"]
     assert body["temperature"] == 0.0 and body["seed"] == 0 and body["model"] == "fake" and not body["stream"]
     assert "[1] " in body["messages"][1]["content"] and body["messages"][0]["role"] == "system"
+
+
+def test_the_documented_chain_runs_as_written(chat_server: FakeChatServer) -> None:
+    """docs/generate.md's retrieve -> rerank -> llm example, pointed at this server instead of Ollama."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "generate.md").read_text(encoding="utf-8")
+    [block] = [block for block in re.findall(r"```python\n(.*?)```", text, re.S) if "LlmResponder" in block]
+    assert "http://127.0.0.1:11434/v1" in block
+    namespace: dict[str, Any] = {}
+    exec(block.replace("http://127.0.0.1:11434/v1", chat_server.url), namespace)
+    [answers] = [frame["generated_answer"] for frame in namespace["result"] if "generated_answer" in frame]
+    assert answers[0]["answer"].startswith("Use 4.5 litres for a small car. [1]")
+    assert answers[0]["citations"] == ["oil"] and answers[0]["unsupported"] == []
 
 
 def test_a_paraphrase_that_keeps_the_claim_is_supported_and_renumbered() -> None:

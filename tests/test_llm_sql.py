@@ -39,6 +39,11 @@ KNOWN: dict[str, dict[str, Any]] = {
         "params": [50000],
     },
     "how many employees": {"sql": "SELECT COUNT(*) AS count FROM employees", "params": []},
+    "which department has the highest average salary?": {
+        "sql": "SELECT department, AVG(salary) AS avg_salary FROM employees GROUP BY department "
+        "ORDER BY AVG(salary) DESC LIMIT 1",
+        "params": [],
+    },
     "earliest start date per department": {
         "sql": "SELECT department, MIN(start_date) AS first_start FROM employees GROUP BY department "
         "ORDER BY department",
@@ -186,3 +191,21 @@ def test_unanswerable_is_an_invalid_question() -> None:
 def test_a_failing_server_is_a_remote_service_error() -> None:
     with pytest.raises(RemoteServiceError, match="HTTP 500"):
         ask(Reply(500, b"down"), llm_max_retries=0)
+
+
+def test_the_documented_example_runs_as_written(chat_server: FakeChatServer) -> None:
+    """docs/structured.md's llm example, pointed at this server instead of Ollama."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "structured.md").read_text(encoding="utf-8")
+    [block] = [block for block in re.findall(r"```python\n(.*?)```", text, re.S) if "LlmSql" in block]
+    assert "http://127.0.0.1:11434/v1" in block
+    namespace: dict[str, Any] = {}
+    exec(block.replace("http://127.0.0.1:11434/v1", chat_server.url), namespace)
+    [rows] = [frame["structured_rows"] for frame in namespace["result"] if "structured_rows" in frame]
+    assert rows == [
+        {
+            "sql": 'SELECT "department", AVG("salary") AS "avg_salary" FROM "employees" GROUP BY "department" '
+            'ORDER BY AVG("salary") DESC LIMIT 1',
+            "params": [],
+            "rows": [{"department": "Engineering", "avg_salary": 72000.0}],
+        }
+    ]
