@@ -306,15 +306,17 @@ def cited_sentences(reply: str) -> list[CitedSentence]:
     clean.append(reply[last:])
     text = "".join(clean)
     spans = sentence_spans(text)
-    markers: list[list[int]] = [[] for _ in spans]
-    for position, numbers in placed:
-        owner = max((index for index, (start, _) in enumerate(spans) if start < position), default=0)
+    markers: list[dict[int, None]] = [{} for _ in spans]
+    owner = 0
+    for position, numbers in placed:  # positions and spans both ascend: one walk, linear in the reply
+        while owner + 1 < len(spans) and spans[owner + 1][0] < position:
+            owner += 1
         if spans:
-            markers[owner].extend(number for number in numbers if number not in markers[owner])
+            markers[owner].update(dict.fromkeys(numbers))
     return [
-        CitedSentence(quote_form(text[start:end]), tuple(numbers))
+        CitedSentence(quoted, tuple(numbers))
         for (start, end), numbers in zip(spans, markers)
-        if quote_form(text[start:end])
+        if (quoted := quote_form(text[start:end]))
     ]
 
 
