@@ -11,7 +11,7 @@ import pytest
 
 from rag_integration.core.documents import Document, read_documents
 from rag_integration.core.errors import GroundingError, RankingContractError
-from rag_integration.core.grounding import check_cited_answer, check_quoted_answer
+from rag_integration.core.grounding import check_cited_answer, check_quoted_answer, is_clause_quote
 from rag_integration.feature_groups.connectors.orchestrator import (
     EngineAnswer,
     EngineHit,
@@ -106,8 +106,37 @@ SHARED_VERDICTS = [
     ("Dogs bark. They nap all day.", True),
     ("Cats purr loudly.", False),
     ("Cats purr on the windowsill. Cats bark.", False),  # one unquoted sentence is enough to refuse
-    ("purr on the windowsill. They", True),  # a verbatim part of a sentence is a quote too
+    ("purr on the windowsill. They", False),  # a quote is whole clauses, not any verbatim part of a sentence
+    ("Cats purr.", False),  # nor a clause with its qualifier dropped
 ]
+SAFETY = Document("s", "Never mix bleach and ammonia. Bleach is safe in small doses, diluted with water.")
+
+
+@pytest.mark.parametrize(
+    ("claim", "grounded_verdict"),
+    [
+        ("Never mix bleach and ammonia.", True),
+        ("mix bleach and ammonia", False),  # the negation dropped
+        ("Mix bleach and ammonia.", False),
+        ("Bleach is safe in small doses, diluted with water.", True),
+        ("Bleach is safe in small doses,", True),  # a whole clause
+        ("diluted with water.", True),
+        ("Bleach is safe", False),  # the qualifier dropped
+        ("Bleach is safe in small", False),
+        ("safe in small doses", False),
+    ],
+)
+def test_a_quote_is_whole_clauses_of_its_source(claim: str, grounded_verdict: bool) -> None:
+    assert is_clause_quote(claim, SAFETY.text) is grounded_verdict
+    for check in (
+        lambda: check_cited_answer(f"{claim} [1]", ["s"], [SAFETY], "generate"),
+        lambda: check_quoted_answer(claim, [SAFETY], "orchestrator"),
+    ):
+        if grounded_verdict:
+            check()
+        else:
+            with pytest.raises(GroundingError):
+                check()
 
 
 @pytest.mark.parametrize(("sentences", "grounded_verdict"), SHARED_VERDICTS)

@@ -1,29 +1,47 @@
 """The one rule for "this answer is quoted from these passages", shared by every family that answers questions.
 
 A sentence of an answer is grounded when its quote form (``[n]``-like markers removed, whitespace collapsed)
-occurs in the quote form of a passage it is attributed to. ``generate`` attributes the text before each ``[n]``
-marker to citation ``n`` (``check_cited_answer``); ``orchestrator`` answers carry no markers, so each sentence
-may come from any document returned with the answer (``check_quoted_answer``). Both raise ``GroundingError``.
+occurs in the quote form of a passage it is attributed to *as whole clauses*: it starts where a clause of the
+source starts (the text's start, after ``. , ; : ! ?``, a dash or an opening bracket) and ends where one ends, so
+"mix bleach and ammonia" is not grounded in "Never mix bleach and ammonia" (a dropped negation or qualifier is a
+different claim). ``generate`` attributes the text before each ``[n]`` marker to citation ``n``
+(``check_cited_answer``); ``orchestrator`` answers carry no markers, so each sentence may come from any document
+returned with the answer (``check_quoted_answer``). Both raise ``GroundingError``.
 
 ``quotable_sentences`` is the other half: the sentences an answer may quote, scored against the query with the
 shared BM25 overlap, so every family picks the sentence to quote by the same rule.
+
+A model that paraphrases cannot quote, so its sentences are held to ``support_score`` instead (see
+``verify_cited_reply``): the share of the sentence's content words and numbers found in the cited passages'
+sentences of the same polarity (negated or not), zero when one of its numbers is missing; optionally averaged with
+a dense model's cosine similarity.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rag_integration.core.documents import Document
 from rag_integration.core.errors import GroundingError, short_repr
 from rag_integration.core.lexical import lexical_scores
-from rag_integration.core.sentences import split_sentences
+from rag_integration.core.sentences import sentence_spans, split_sentences
+from rag_integration.core.text import content_words
 
 MARKER = re.compile(r"\[(\d+)\]")
 _MARKER_LIKE = re.compile(r"\s*\[\d+\]")
 _SPACE = re.compile(r"\s+")
+_CLAUSE_END = frozenset(".,;:!?\u2026\u3002\uff01\uff1f\uff0c\uff1b\uff1a\u061f\u0964\u060c")
+_CLOSING = frozenset("\"'\u201d\u2019\u00bb)]}\u300d\u300f")
+_OPENING = frozenset("\"'\u201c\u2018\u201e\u00ab([{\u300c\u300e")
+_DASHES = frozenset("-\u2013\u2014")
+_UNSPACED_END = frozenset("\u3002\uff01\uff1f\uff0c\uff1b\uff1a")
+"""CJK punctuation, after which a clause starts without a space."""
+
+Supported = Callable[[str, Sequence[Document]], bool]
+"""Whether a sentence (quote form) is supported by the passages its marker run cites."""
 
 
 @dataclass(frozen=True)
@@ -48,9 +66,49 @@ def quote_form(text: str) -> str:
 
 
 def is_quoted(piece: str, text: str) -> bool:
-    """Whether ``piece`` is non-empty in quote form and occurs in ``text`` (in quote form)."""
+    """Whether ``piece`` is non-empty in quote form and occurs anywhere in ``text`` (in quote form): a verbatim part,
+    as an engine's chunk of a document is; an answer's claim must be ``is_clause_quote`` instead."""
     quoted = quote_form(piece)
     return bool(quoted) and quoted in quote_form(text)
+
+
+def is_clause_quote(piece: str, text: str) -> bool:
+    """Whether ``piece`` (in quote form) occurs in ``text`` (in quote form) as whole clauses: starting where a clause
+    of ``text`` starts and ending where one ends, so a quote cannot drop a leading "Never" or a trailing qualifier."""
+    quoted = quote_form(piece)
+    if not quoted:
+        return False
+    source = quote_form(text)
+    start = source.find(quoted)
+    while start >= 0:
+        if _starts_clause(source, start) and _ends_clause(source, start + len(quoted), quoted):
+            return True
+        start = source.find(quoted, start + 1)
+    return False
+
+
+def _starts_clause(source: str, start: int) -> bool:
+    if start == 0:
+        return True
+    before = source[start - 1]
+    if before in _OPENING or before in _UNSPACED_END:
+        return True
+    if not before.isspace():
+        return False
+    return (
+        start < 2 or source[start - 2] in _CLAUSE_END or source[start - 2] in _CLOSING or source[start - 2] in _DASHES
+    )
+
+
+def _ends_clause(source: str, end: int, quoted: str) -> bool:
+    if end == len(source):
+        return True
+    after = source[end]
+    if quoted[-1] in _CLAUSE_END or quoted[-1] in _CLOSING or quoted[-1] in _UNSPACED_END:
+        return after.isspace() or after in _CLOSING or after in _CLAUSE_END
+    if after in _CLAUSE_END or after in _CLOSING:
+        return True
+    return after.isspace() and source[end + 1 : end + 2] in _DASHES
 
 
 def quotable_sentences(query: str, texts: Sequence[str]) -> list[QuotableSentence]:
@@ -83,19 +141,22 @@ def check_quoted_answer(answer: str, sources: Sequence[Document], who: str) -> N
             "expected an empty answer when no document is returned"
         )
     for sentence in split_sentences(answer):
-        if not any(is_quoted(sentence, source.text) for source in sources):
+        if not any(is_clause_quote(sentence, source.text) for source in sources):
             raise GroundingError(
                 f"{who} answered with {short_repr(sentence)}, which is in none of the {len(sources)} returned "
                 "documents: expected an answer quoted from the returned documents"
             )
 
 
-def check_cited_answer(answer: Any, citations: Any, passages: Sequence[Document], who: str) -> None:
+def check_cited_answer(
+    answer: Any, citations: Any, passages: Sequence[Document], who: str, supported: Supported | None = None
+) -> None:
     """An answer with ``[n]`` markers into ``citations`` (doc_ids of ``passages``, 1-based).
 
     Raises ``GroundingError`` unless every citation is a supplied passage cited once, a non-empty answer cites at
     least one, every marker indexes into the citations, every citation is marked, no text follows the last marker,
-    and every sentence before a marker is quoted from the passage that marker cites.
+    and every sentence before a run of markers is ``supported`` by the passages of that run: by default, quoted
+    as whole clauses from each of them (``is_clause_quote``).
     """
     if not isinstance(answer, str) or not isinstance(citations, list) or not all(isinstance(c, str) for c in citations):
         raise GroundingError(
@@ -117,29 +178,203 @@ def check_cited_answer(answer: Any, citations: Any, passages: Sequence[Document]
         raise GroundingError(f"{who} returned an answer without citation markers: {short_repr(answer)}")
     if quote_form(pieces[-1]):
         raise GroundingError(f"{who} returned text after the last marker: {short_repr(pieces[-1])}")
-    marked = _check_marked_claims(pieces, citations, by_id, who)
+    marked = _check_marked_claims(pieces, citations, by_id, who, supported or _quoted_from_each)
     unmarked = sorted(set(range(1, len(citations) + 1)) - marked)
     if unmarked:
         raise GroundingError(f"{who} cited {short_repr([citations[n - 1] for n in unmarked])} without a marker")
 
 
-def _check_marked_claims(pieces: list[str], citations: list[str], by_id: Mapping[str, Document], who: str) -> set[int]:
-    """Check each sentence before a marker against the passage it cites; markers in a row (``[1][2]``) all cite
-    the text before the first of them. Returns the markers used."""
-    marked: set[int] = set()
-    claim = ""
+def _quoted_from_each(sentence: str, sources: Sequence[Document]) -> bool:
+    return all(is_clause_quote(sentence, source.text) for source in sources)
+
+
+def _check_marked_claims(
+    pieces: list[str], citations: list[str], by_id: Mapping[str, Document], who: str, supported: Supported
+) -> set[int]:
+    """Check each sentence before a run of markers against the passages the run cites; markers in a row
+    (``[1][2]``) all cite the text before the first of them. Returns the markers used."""
+    runs: list[tuple[str, list[int]]] = []
     for piece, number in zip(pieces[0::2], pieces[1::2]):
-        claim = piece if quote_form(piece) else claim
         marker = int(number)
         if not 1 <= marker <= len(citations):
             raise GroundingError(f"{who} used marker [{marker}] with {len(citations)} citation(s)")
-        source = by_id[citations[marker - 1]]
-        sentences = split_sentences(claim) or [claim]
-        for sentence in sentences:
-            if not is_quoted(sentence, source.text):
+        if quote_form(piece) or not runs:
+            runs.append((piece, [marker]))
+        else:
+            runs[-1][1].append(marker)
+    for claim, markers in runs:
+        sources = [by_id[citations[marker - 1]] for marker in markers]
+        for sentence in split_sentences(claim) or [claim]:
+            if not supported(sentence, sources):
                 raise GroundingError(
-                    f"{who} attributed {short_repr(quote_form(sentence))} to {source.doc_id!r}, "
-                    "whose text does not contain it"
+                    f"{who} attributed {short_repr(quote_form(sentence))} to "
+                    f"{', '.join(repr(source.doc_id) for source in sources)}, whose text does not contain it "
+                    "as whole clauses (nor support it)"
                 )
-        marked.add(marker)
-    return marked
+    return {marker for _, markers in runs for marker in markers}
+
+
+NEGATIONS = frozenset(
+    {
+        "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "nowhere", "cannot", "without",
+        "nicht", "kein", "keine", "keinen", "keinem", "keiner", "keines", "nie", "niemals", "ohne",
+    }
+)  # fmt: skip
+"""Words that turn a claim into its opposite; ``n't`` endings count too. The stopword list drops them from content
+words, so polarity is compared on its own."""
+_WORD = re.compile(r"(?u)\b\w+(?:['\u2019]\w+)?\b")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def negated(text: str) -> bool:
+    """Whether ``text`` holds a negation word (``NEGATIONS``, or a word ending in ``n't``)."""
+    return any(word in NEGATIONS or word.endswith(("n't", "n\u2019t")) for word in _WORD.findall(text.casefold()))
+
+
+def claim_terms(text: str) -> set[str]:
+    """What a sentence states: its content words (lower-cased, stopwords removed) and its numbers as written."""
+    return set(content_words(text)) | set(_NUMBER.findall(text))
+
+
+def support_score(claim: str, sources: Sequence[str], similarity: Callable[[str, str], float] | None = None) -> float:
+    """How well ``sources`` support ``claim``, in [0, 1], deterministically.
+
+    The share of the claim's terms (``claim_terms``) found in the sources' sentences *of the claim's polarity*
+    (``negated``): a term taken from "Never mix bleach and ammonia" supports only a negated claim, so "Mix bleach
+    and ammonia" scores 0. A number of the claim missing from those sentences makes the score 0. With ``similarity``
+    (a dense model's cosine of two texts) the score is the mean of that share and the similarity to the sentence of
+    that polarity sharing most terms (the earlier on ties; floored at 0). A claim without terms scores 0.0: it
+    states nothing a source could support.
+    """
+    terms = claim_terms(claim)
+    polarity = negated(claim)
+    sentences = [
+        quoted
+        for source in sources
+        for sentence in split_sentences(source)
+        if (quoted := quote_form(sentence)) and negated(quoted) == polarity
+    ]
+    if not terms or not sentences:
+        return 0.0
+    sentence_terms = [claim_terms(sentence) for sentence in sentences]
+    known = set().union(*sentence_terms)
+    if any(number not in known for number in _NUMBER.findall(claim)):
+        return 0.0
+    share = len(terms & known) / len(terms)
+    if similarity is None:
+        return share
+    best = max(range(len(sentences)), key=lambda position: (len(terms & sentence_terms[position]), -position))
+    return (share + max(0.0, min(1.0, similarity(claim, sentences[best])))) / 2.0
+
+
+CITATION_CHECKS = ("strict", "drop", "off")
+_CITED_RUN = re.compile(r"\[\s*(\d{1,6}(?:\s*,\s*\d{1,6})*)\s*\]")
+_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*\u2022]|\d{1,3}[.)])[ \t]+", re.MULTILINE)
+_LINE_BREAKS = re.compile(r"\s*\n\s*")
+
+
+@dataclass(frozen=True)
+class CitedSentence:
+    """One sentence of a model's reply (quote form, markers removed) and the passage numbers it cites, in order."""
+
+    text: str
+    markers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class VerifiedAnswer:
+    answer: str
+    citations: list[str]
+    unsupported: list[str]
+
+
+def cited_sentences(reply: str) -> list[CitedSentence]:
+    """The reply's sentences, each with the markers (``[n]``, ``[n][m]`` or ``[n, m]``) written inside it or right
+    after it; a marker before any text belongs to the first sentence. Every line is a sentence of its own at least,
+    and a list item's bullet or number (``- ``, ``* ``, ``1. ``) is not part of it."""
+    reply = _LINE_BREAKS.sub("\n\n", _LIST_ITEM.sub("", reply)).strip()
+    clean: list[str] = []
+    length = 0
+    placed: list[tuple[int, list[int]]] = []
+    last = 0
+    for match in _CITED_RUN.finditer(reply):
+        piece = reply[last : match.start()].rstrip()
+        clean.append(piece)
+        length += len(piece)
+        placed.append((length, [int(number) for number in re.split(r"\s*,\s*", match.group(1))]))
+        last = match.end()
+    clean.append(reply[last:])
+    text = "".join(clean)
+    spans = sentence_spans(text)
+    markers: list[dict[int, None]] = [{} for _ in spans]
+    owner = 0
+    for position, numbers in placed:  # positions and spans both ascend: one walk, linear in the reply
+        while owner + 1 < len(spans) and spans[owner + 1][0] < position:
+            owner += 1
+        if spans:
+            markers[owner].update(dict.fromkeys(numbers))
+    return [
+        CitedSentence(quoted, tuple(numbers))
+        for (start, end), numbers in zip(spans, markers)
+        if (quoted := quote_form(text[start:end]))
+    ]
+
+
+def verify_cited_reply(
+    sentences: Sequence[CitedSentence],
+    passages: Sequence[Document],
+    *,
+    citation_check: str,
+    threshold: float,
+    who: str,
+    similarity: Callable[[str, str], float] | None = None,
+) -> VerifiedAnswer:
+    """Keep the sentences that cite passages in range and are supported by them; renumber citations by first use.
+
+    A sentence without terms states nothing and is left out. A sentence citing no passage, citing a number outside
+    ``1..len(passages)``, or (unless ``citation_check`` is ``off``) scoring below ``threshold`` is unsupported:
+    ``strict`` raises ``GroundingError`` naming it, ``drop`` and ``off`` remove it and list it in ``unsupported``.
+    """
+    citations: list[str] = []
+    parts: list[str] = []
+    unsupported: list[str] = []
+    for sentence in sentences:
+        if not claim_terms(sentence.text):
+            continue
+        problem = _unsupported_because(sentence, passages, citation_check, threshold, similarity)
+        if problem is None:
+            numbers = []
+            for marker in sentence.markers:
+                doc_id = passages[marker - 1].doc_id
+                if doc_id not in citations:
+                    citations.append(doc_id)
+                numbers.append(citations.index(doc_id) + 1)
+            parts.append(sentence.text + " " + "".join(f"[{number}]" for number in dict.fromkeys(numbers)))
+        elif citation_check == "strict":
+            raise GroundingError(
+                f"{who} answered {short_repr(sentence.text)}, which {problem}: expected every sentence to cite the "
+                "passages that support it (citation_check='strict'; 'drop' removes such sentences instead)"
+            )
+        else:
+            unsupported.append(sentence.text)
+    return VerifiedAnswer(" ".join(parts), citations, unsupported)
+
+
+def _unsupported_because(
+    sentence: CitedSentence,
+    passages: Sequence[Document],
+    citation_check: str,
+    threshold: float,
+    similarity: Callable[[str, str], float] | None,
+) -> str | None:
+    if not sentence.markers:
+        return "cites no passage"
+    outside = [marker for marker in sentence.markers if not 1 <= marker <= len(passages)]
+    if outside:
+        return f"cites [{outside[0]}] while only {len(passages)} passage(s) were given"
+    if citation_check == "off":
+        return None
+    score = support_score(sentence.text, [passages[marker - 1].text for marker in sentence.markers], similarity)
+    if score < threshold:
+        return f"has support score {score:.2f} from the passages it cites, below support_threshold {threshold}"
+    return None

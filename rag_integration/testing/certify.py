@@ -33,6 +33,7 @@ BUILTIN_ADAPTERS: Mapping[str, Mapping[str, Any]] = {
     "HybridRrfRetriever": {"matches_by_word_overlap": False},
     "FlashRankReranker": {"needs_tiny_flashrank_model": True},
     "ExtractiveResponder": {"cites_one_passage": True},
+    "LlmResponder": {"paraphrases": True, "empty_answer": {"answer": "", "citations": [], "unsupported": []}},
 }
 
 

@@ -1,7 +1,9 @@
 """The generate contract kit.
 
 Subclass ``GenerateContractTests`` and implement ``connector_class``; override ``backend_options`` for options your
-backend needs in tests, and ``cites_one_passage`` when your backend answers from exactly one passage.
+backend needs in tests, ``cites_one_passage`` when your backend answers from exactly one passage, ``empty_answer``
+when your rows carry more fields than ``answer`` and ``citations``, and ``paraphrases`` when your backend (a language
+model) words its answer itself instead of quoting passages verbatim.
 The grounding check here is written independently of the family's own guard, so a guard bug cannot hide.
 The standard tests come from ``ContractKit`` (generate has no ``top_k``, so none of its ``top_k`` tests).
 """
@@ -35,9 +37,15 @@ RETRIEVED: list[dict[str, Any]] = [
 MARKER = re.compile(r"\[(\d+)\]")
 
 
-def assert_grounded(row: Mapping[str, Any], passages: list[dict[str, Any]]) -> None:
-    """Every citation a supplied passage, cited once and marked; each sentence found in the passage it cites."""
-    assert set(row) == {"answer", "citations"}
+EMPTY_ANSWER: dict[str, Any] = {"answer": "", "citations": []}
+
+
+def assert_grounded(
+    row: Mapping[str, Any], passages: list[dict[str, Any]], *, keys: Any = frozenset(EMPTY_ANSWER), quotes: bool = True
+) -> None:
+    """Every citation a supplied passage, cited once and marked; each sentence found in the passage it cites
+    (``quotes``), or for a paraphrasing backend sharing at least one word of three or more letters with it."""
+    assert set(row) == set(keys), row
     answer, citations = row["answer"], row["citations"]
     assert isinstance(answer, str) and isinstance(citations, list)
     texts = {
@@ -54,9 +62,17 @@ def assert_grounded(row: Mapping[str, Any], passages: list[dict[str, Any]]) -> N
     for sentence, number in zip(pieces[0::2], pieces[1::2]):
         index = int(number) - 1
         assert 0 <= index < len(citations)
-        assert sentence.strip() and sentence.strip() in texts[citations[index]]
+        assert sentence.strip(), row
+        if quotes:
+            assert sentence.strip() in texts[citations[index]], (sentence, row)
+        else:
+            assert _words(sentence) & _words(texts[citations[index]]), (sentence, row)
         used.add(index)
     assert used == set(range(len(citations)))
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"\w{3,}", text.casefold()))
 
 
 class GenerateContractTests(ContractKit):
@@ -77,6 +93,17 @@ class GenerateContractTests(ContractKit):
     @classmethod
     def cites_one_passage(cls) -> bool:
         """True when every non-empty answer cites exactly one passage."""
+        return False
+
+    @classmethod
+    def empty_answer(cls) -> dict[str, Any]:
+        """The row for a query with nothing to answer from; its keys are every row's keys."""
+        return dict(EMPTY_ANSWER)
+
+    @classmethod
+    def paraphrases(cls) -> bool:
+        """True when the backend words sentences itself (a language model): the kit then checks that each cited
+        passage shares words with the sentence citing it, not that the sentence is a verbatim quote."""
         return False
 
     @classmethod
@@ -103,9 +130,12 @@ class GenerateContractTests(ContractKit):
 
     def check_row(self, row: Any, request: Mapping[str, Any]) -> None:
         """Grounded in the request's passages; one citation only when the backend cites one passage."""
-        assert_grounded(row, request["passages"])
+        self.assert_grounded(row, request["passages"])
         if self.cites_one_passage() and row["citations"]:
             assert len(row["citations"]) == 1, row
+
+    def assert_grounded(self, row: Mapping[str, Any], passages: list[dict[str, Any]]) -> None:
+        assert_grounded(row, passages, keys=self.empty_answer(), quotes=not self.paraphrases())
 
     def generate(self, **options: Any) -> list[Any]:
         return self.run(**options)
@@ -119,44 +149,44 @@ class GenerateContractTests(ContractKit):
         passages = [dict(passage, lang="de" if passage["doc_id"] == "munich" else "en") for passage in PASSAGES]
         row = self.one(query_text="München Isar engine oil tides", passages=passages, filters={"lang": "de"})
         assert row["citations"] == ["munich"]
-        assert self.one(query_text="engine oil", passages=passages, filters={"lang": "de"}) == {
-            "answer": "",
-            "citations": [],
-        }
+        assert self.one(query_text="engine oil", passages=passages, filters={"lang": "de"}) == self.empty_answer()
         with pytest.raises(InvalidOptionError, match="filters"):
             self.generate(query_text="oil", passages=passages, filters=["de"])
 
     def test_expected_passage_and_whole_sentences(self) -> None:
         row = self.one(query_text="How many litres of oil does Dr. Weber recommend?", passages=RETRIEVED)
         assert row["citations"][0] == "engine"
-        assert row["answer"].startswith("Dr. Weber recommends 4.5 litres of oil, e.g. for a small car. [1]")
+        if not self.paraphrases():
+            assert row["answer"].startswith("Dr. Weber recommends 4.5 litres of oil, e.g. for a small car. [1]")
         assert not {"volcano", "munich", "tide"} & set(row["citations"])
 
     def test_non_ascii_text(self) -> None:
         row = self.one(query_text="Wie viele Einwohner hat München?", passages=RETRIEVED)
         assert row["citations"][0] == "munich"
-        assert "Die Stadt hat über 1,5 Millionen Einwohner. [1]" in row["answer"]
-        assert_grounded(row, PASSAGES)
+        if not self.paraphrases():
+            assert "Die Stadt hat über 1,5 Millionen Einwohner. [1]" in row["answer"]
+        self.assert_grounded(row, PASSAGES)
 
     def test_marker_like_text_in_passages_cannot_forge_markers(self) -> None:
         row = self.one(query_text="how often do tides rise", passages=RETRIEVED)
-        assert "Tides rise twice a day. [1]" in row["answer"]
+        if not self.paraphrases():
+            assert "Tides rise twice a day. [1]" in row["answer"]
         assert "[3]" not in row["answer"]
-        assert_grounded(row, PASSAGES)
+        self.assert_grounded(row, PASSAGES)
 
     def test_citation_count(self) -> None:
         row = self.one(query_text="engine oil and sourdough bread", passages=RETRIEVED)
-        assert_grounded(row, PASSAGES)
+        self.assert_grounded(row, PASSAGES)
         if self.cites_one_passage():
             assert len(row["citations"]) == 1
         else:
             assert {"engine", "bread"} <= set(row["citations"])
 
     def test_no_passages_give_an_empty_answer(self) -> None:
-        assert self.generate(query_text=["oil", "bread"], passages=[]) == [{"answer": "", "citations": []}] * 2
+        assert self.generate(query_text=["oil", "bread"], passages=[]) == [self.empty_answer()] * 2
 
     def test_nothing_relevant_gives_an_empty_answer(self) -> None:
-        assert self.one(query_text="zyxwvut quasar", passages=RETRIEVED) == {"answer": "", "citations": []}
+        assert self.one(query_text="zyxwvut quasar", passages=RETRIEVED) == self.empty_answer()
 
     def test_passages_source_reads_an_upstream_feature(self) -> None:
         upstream = kit_rows_feature([RETRIEVED[:2], RETRIEVED[2:]])

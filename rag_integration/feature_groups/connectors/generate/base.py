@@ -22,11 +22,18 @@ from rag_integration.core.schema import STRING, Shape
 
 @dataclass(frozen=True)
 class Answer:
+    """One generated answer; ``unsupported`` is None for a backend that only quotes, and the sentences it removed
+    for one that verifies a model's claims (``LlmResponder``)."""
+
     answer: str = ""
     citations: list[str] = field(default_factory=list)
+    unsupported: list[str] | None = None
 
     def as_row(self) -> dict[str, Any]:
-        return {"answer": self.answer, "citations": list(self.citations)}
+        row: dict[str, Any] = {"answer": self.answer, "citations": list(self.citations)}
+        if self.unsupported is not None:
+            row["unsupported"] = list(self.unsupported)
+        return row
 
 
 class BaseGenerateConnector(SelectorFeatureGroup):
@@ -54,19 +61,30 @@ class BaseGenerateConnector(SelectorFeatureGroup):
         return {"answer": STRING, "citations": [STRING]}
 
     @classmethod
-    def generate(cls, query: str, passages: Sequence[Document], settings: Mapping[str, Any]) -> dict[str, Any]:
+    def generate(cls, query: str, passages: Sequence[Document], settings: Any) -> dict[str, Any]:
         if not passages:
-            return Answer().as_row()
+            return cls.empty_answer().as_row()
         answer = cls.respond(query, passages, settings)
-        check_grounded(answer, passages, cls.__name__)
+        cls.check(answer, passages, settings)
         return answer.as_row()
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
-        return {}
+    def empty_answer(cls) -> Answer:
+        """The answer when there is nothing to answer from."""
+        return Answer()
 
     @classmethod
-    def respond(cls, query: str, passages: Sequence[Document], settings: Mapping[str, Any]) -> Answer:
+    def check(cls, answer: Answer, passages: Sequence[Document], settings: Any) -> None:
+        """Vet ``answer`` before it leaves: quoted from the passages it cites (``check_grounded``)."""
+        check_grounded(answer, passages, cls.__name__)
+
+    @classmethod
+    def read_settings(cls, reader: OptionReader) -> Any:
+        """The backend's own settings as a frozen dataclass (None when it has none)."""
+        return None
+
+    @classmethod
+    def respond(cls, query: str, passages: Sequence[Document], settings: Any) -> Answer:
         """The answer for one query over non-empty passages; usually ``compose(picked sentences, passages)``."""
         raise NotImplementedError
 

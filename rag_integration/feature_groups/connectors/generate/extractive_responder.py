@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import ClassVar
 
 from rag_integration.core.documents import Document
 from rag_integration.feature_groups.connectors.generate.base import (
@@ -21,6 +21,6 @@ class ExtractiveResponder(BaseGenerateConnector):
     BACKEND: ClassVar[str | None] = "extractive"
 
     @classmethod
-    def respond(cls, query: str, passages: Sequence[Document], settings: Mapping[str, Any]) -> Answer:
+    def respond(cls, query: str, passages: Sequence[Document], settings: None) -> Answer:
         best = scored_sentences(query, passages)[:1]
         return compose([sentence for sentence in best if sentence.score > 0.0], passages)

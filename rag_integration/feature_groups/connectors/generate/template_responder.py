@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
 
 from rag_integration.core.documents import Document
 from rag_integration.core.grounding import QuotableSentence
@@ -16,6 +17,11 @@ from rag_integration.feature_groups.connectors.generate.base import (
 )
 
 
+@dataclass(frozen=True)
+class TemplateSettings:
+    max_sentences: int
+
+
 class TemplateResponder(BaseGenerateConnector):
     """``generate_backend="template"``: up to ``max_sentences`` (default 3) best-matching sentences, best first, as
     ``"sentence [n] sentence [m]"``; each passage drawn from is cited once, a repeated sentence is used once."""
@@ -24,15 +30,15 @@ class TemplateResponder(BaseGenerateConnector):
     OPTIONS: ClassVar[tuple[str, ...]] = ("max_sentences",)
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
-        return {"max_sentences": reader.integer("max_sentences", default=3, minimum=1)}
+    def read_settings(cls, reader: OptionReader) -> TemplateSettings:
+        return TemplateSettings(reader.integer("max_sentences", default=3, minimum=1))
 
     @classmethod
-    def respond(cls, query: str, passages: Sequence[Document], settings: Mapping[str, Any]) -> Answer:
+    def respond(cls, query: str, passages: Sequence[Document], settings: TemplateSettings) -> Answer:
         picks: list[QuotableSentence] = []
         seen: set[str] = set()
         for sentence in scored_sentences(query, passages):
-            if sentence.score <= 0.0 or len(picks) == settings["max_sentences"]:
+            if sentence.score <= 0.0 or len(picks) == settings.max_sentences:
                 break
             if sentence.text.casefold() not in seen:
                 seen.add(sentence.text.casefold())

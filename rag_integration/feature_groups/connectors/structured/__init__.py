@@ -3,6 +3,7 @@
 from rag_integration.feature_groups.connectors.structured.aggregate_sql import AggregateSql
 from rag_integration.feature_groups.connectors.structured.base import BaseStructuredConnector, guard_sql
 from rag_integration.feature_groups.connectors.structured.columns import ColumnSpec
+from rag_integration.feature_groups.connectors.structured.llm_sql import LlmSql
 from rag_integration.feature_groups.connectors.structured.plan import Condition, OrderKey, Output, QueryPlan
 from rag_integration.feature_groups.connectors.structured.question import Question
 from rag_integration.feature_groups.connectors.structured.rule_based_sql import RuleBasedSql
@@ -13,6 +14,7 @@ __all__ = [
     "BaseStructuredConnector",
     "ColumnSpec",
     "Condition",
+    "LlmSql",
     "OrderKey",
     "Output",
     "QueryPlan",

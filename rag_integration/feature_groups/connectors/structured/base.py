@@ -56,11 +56,18 @@ class BaseStructuredConnector(SelectorFeatureGroup):
         from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
 
         with SqliteSandbox(table, time_limit=time_limit, max_rows=max_rows) as sandbox:
-            rows = []
-            for position, question in enumerate(questions):
-                check_deadline(f"before question {position + 1} of {len(questions)} was asked")
-                rows.append(cls.ask(sandbox, question))
-            return {cls.FEATURE_NAME: rows}
+            return {cls.FEATURE_NAME: cls.answer_questions(sandbox, questions, reader)}
+
+    @classmethod
+    def answer_questions(
+        cls, sandbox: SqliteSandbox, questions: list[str], reader: OptionReader
+    ) -> list[dict[str, Any]]:
+        """Each question's result; a backend that needs options beyond the table's reads them from ``reader``."""
+        rows = []
+        for position, question in enumerate(questions):
+            check_deadline(f"before question {position + 1} of {len(questions)} was asked")
+            rows.append(cls.ask(sandbox, question))
+        return rows
 
     @classmethod
     def output_shape(cls, reader: OptionReader) -> Shape:

@@ -1,0 +1,127 @@
+"""A real language model answers from numbered passages, and every sentence it writes is checked against what it cites.
+
+The model sees the passages as ``[1] ...``, ``[2] ...`` and is asked to end each sentence with the numbers it draws
+on. Its reply is split into sentences (``core.grounding.cited_sentences``) and each is held to the support score
+(``core.grounding.support_score``); ``citation_check`` decides what an unsupported sentence does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rag_integration.core.documents import Document
+from rag_integration.core.embedders import get_embedder
+from rag_integration.core.grounding import (
+    CITATION_CHECKS,
+    check_cited_answer,
+    cited_sentences,
+    quote_form,
+    support_score,
+    verify_cited_reply,
+)
+from rag_integration.core.llm_client import OPTIONS as LLM_OPTIONS
+from rag_integration.core.llm_client import LlmSettings, chat
+from rag_integration.core.options import OptionReader
+from rag_integration.core.schema import STRING, Shape
+from rag_integration.feature_groups.connectors.generate.base import Answer, BaseGenerateConnector
+
+NO_ANSWER = "NO_ANSWER"
+DEFAULT_SUPPORT_THRESHOLD = 0.5
+SYSTEM_PROMPT = (
+    "You answer questions using only the numbered passages you are given. Write a short answer in plain sentences. "
+    "End every sentence with the number of each passage it comes from in square brackets, like [1] or [2][3]. "
+    "Do not state anything the cited passages do not say, and keep every negation and number exactly as written. "
+    f"If the passages do not answer the question, reply with exactly {NO_ANSWER}."
+)
+
+
+@dataclass(frozen=True)
+class LlmResponderSettings:
+    """Which server to ask and how strictly its cited sentences are checked."""
+
+    llm: LlmSettings
+    citation_check: str
+    support_threshold: float
+    similarity: Callable[[str, str], float] | None
+    """Dense cosine similarity blended into the support score; None scores by content words alone."""
+
+
+class LlmResponder(BaseGenerateConnector):
+    """``generate_backend="llm"``: an OpenAI-compatible chat model writes the answer, cited sentence by sentence.
+
+    Adds ``"unsupported"`` to each row: the sentences removed because they cited nothing, cited a passage that was
+    not given, or (unless ``citation_check="off"``) scored below ``support_threshold``. ``citation_check="strict"``
+    (the default) raises ``GroundingError`` naming such a sentence instead.
+    """
+
+    BACKEND: ClassVar[str | None] = "llm"
+    EXTRA: ClassVar[str | None] = "llm"
+    OPTIONS: ClassVar[tuple[str, ...]] = (*LLM_OPTIONS, "citation_check", "support_threshold", "support_model")
+
+    @classmethod
+    def read_settings(cls, reader: OptionReader) -> LlmResponderSettings:
+        support_model = reader.string("support_model", default="overlap")
+        return LlmResponderSettings(
+            llm=LlmSettings.read(reader),
+            citation_check=reader.choice("citation_check", CITATION_CHECKS, default="strict"),
+            support_threshold=reader.number(
+                "support_threshold", default=DEFAULT_SUPPORT_THRESHOLD, minimum=0.0, maximum=1.0
+            ),
+            similarity=None if support_model == "overlap" else _cosine(support_model),
+        )
+
+    @classmethod
+    def output_shape(cls, reader: OptionReader) -> Shape:
+        return {"answer": STRING, "citations": [STRING], "unsupported": [STRING]}
+
+    @classmethod
+    def empty_answer(cls) -> Answer:
+        return Answer(unsupported=[])
+
+    @classmethod
+    def respond(cls, query: str, passages: Sequence[Document], settings: LlmResponderSettings) -> Answer:
+        numbered = "\n\n".join(f"[{number}] {quote_form(p.text)}" for number, p in enumerate(passages, start=1))
+        reply = chat(
+            settings.llm,
+            [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": f"Passages:\n\n{numbered}\n\nQuestion: {query}"},
+            ],
+        )
+        if quote_form(reply).strip(" .").upper() in ("", NO_ANSWER):
+            return cls.empty_answer()
+        verified = verify_cited_reply(
+            cited_sentences(reply),
+            passages,
+            citation_check=settings.citation_check,
+            threshold=settings.support_threshold,
+            who=f"{cls.__name__} ({settings.llm.model})",
+            similarity=settings.similarity,
+        )
+        return Answer(verified.answer, verified.citations, verified.unsupported)
+
+    @classmethod
+    def check(cls, answer: Answer, passages: Sequence[Document], settings: LlmResponderSettings) -> None:
+        """The generate contract with the support score in place of the quote rule (none with ``off``)."""
+
+        def supported(sentence: str, sources: Sequence[Document]) -> bool:
+            if settings.citation_check == "off":
+                return bool(quote_form(sentence))
+            texts = [source.text for source in sources]
+            threshold: float = settings.support_threshold
+            return support_score(sentence, texts, settings.similarity) >= threshold
+
+        check_cited_answer(answer.answer, answer.citations, passages, cls.__name__, supported)
+
+
+def _cosine(model: str) -> Callable[[str, str], float]:
+    """Cosine similarity of two texts under the embedder ``model`` names (``minilm``, ``hash``, a folder)."""
+    embedder = get_embedder(model, "support_model")
+
+    def similarity(first: str, second: str) -> float:
+        vectors = embedder.embed([first, second])
+        return float(vectors[0] @ vectors[1])
+
+    return similarity

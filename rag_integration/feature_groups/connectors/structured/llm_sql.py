@@ -1,0 +1,160 @@
+"""A language model writes the SQL; the family's guard and locked sandbox decide whether it runs.
+
+The model sees the table's name, its typed columns and a few sample values, and answers with a JSON object
+``{"sql": ..., "params": [...]}`` (values bound to ``?``) or ``{"unanswerable": reason}``. Its SQL goes through
+``guard_sql`` like every backend's; a refusal is told to the model once, and a second refusal raises
+``SqlSafetyError`` with the reason. Nothing the guard refused ever reaches SQLite.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rag_integration.core.errors import InvalidOptionError, SqlSafetyError, short_repr
+from rag_integration.core.llm_client import OPTIONS as LLM_OPTIONS
+from rag_integration.core.llm_client import LlmSettings, Message, chat
+from rag_integration.core.options import OptionReader
+from rag_integration.feature_groups.connectors.structured.base import BaseStructuredConnector, guard_sql
+from rag_integration.feature_groups.connectors.structured.columns import INT64, is_utf8
+from rag_integration.feature_groups.connectors.structured.table import TableSpec
+
+if TYPE_CHECKING:
+    from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
+
+SAMPLE_VALUES = 3
+SAMPLE_CHARACTERS = 40
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+SYSTEM_PROMPT = (
+    "You translate a question about one SQLite table into one SELECT statement over that table. Reply with a JSON "
+    'object only: {"sql": "<one SELECT>", "params": [<values>]}. Write every value as a ? placeholder and list the '
+    "values in params in order; the only literals allowed are LIMIT and OFFSET numbers. Use only the table and its "
+    "columns, and the functions count, avg, min, max, sum, lower, upper, abs, round, length, coalesce; no comments, "
+    'subqueries, joins, unions or CTEs. If the table cannot answer the question, reply {"unanswerable": "<why>"}.'
+)
+
+
+class LlmSql(BaseStructuredConnector):
+    """``structured_backend="llm"``: an OpenAI-compatible chat model writes the SQL, with at most one retry after a
+    refusal (the model is told why); refused SQL raises ``SqlSafetyError`` and runs nothing."""
+
+    BACKEND: ClassVar[str | None] = "llm"
+    EXTRA: ClassVar[str | None] = "llm"
+    OPTIONS: ClassVar[tuple[str, ...]] = LLM_OPTIONS
+    UNDERSTANDS: ClassVar[tuple[str, ...]] = ("any question one guarded SELECT over the table answers",)
+
+    @classmethod
+    def answer_questions(
+        cls, sandbox: SqliteSandbox, questions: list[str], reader: OptionReader
+    ) -> list[dict[str, Any]]:
+        settings = LlmSettings.read(reader)
+        return [cls.ask_model(sandbox, question, settings) for question in questions]
+
+    @classmethod
+    def ask_model(cls, sandbox: SqliteSandbox, question: str, settings: LlmSettings) -> dict[str, Any]:
+        """Ask, guard (retrying once with the refusal reason), then run only the guard's regenerated SQL."""
+        if not is_utf8(question):
+            raise InvalidOptionError("question", question, "a question in valid UTF-8 text")
+        table = sandbox.table
+        messages: list[Message] = [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": f"{describe(table)}\n\nQuestion: {question}"},
+        ]
+        for attempt in (1, 2):
+            reply = chat(settings, messages)
+            try:
+                sql, params = _read_reply(reply, question)
+                guarded = guard_sql(sql, table.name, [column.name for column in table.columns])
+                if guarded.count("?") != len(params):
+                    raise SqlSafetyError(
+                        f"SQL {short_repr(sql)} has {guarded.count('?')} placeholder(s) for {len(params)} params"
+                    )
+            except SqlSafetyError as refusal:
+                if attempt == 2:
+                    raise SqlSafetyError(f"{cls.__name__} asked twice; {refusal}; nothing ran") from None
+                messages += [
+                    {"role": "assistant", "content": reply},
+                    {"role": "user", "content": f"That was refused: {refusal}. Reply again with the JSON object."},
+                ]
+                continue
+            labels, rows = sandbox.run(guarded, params)
+            sources = _label_sources(guarded, table)
+            restored = [
+                {label: table.restore(sources.get(label), value) for label, value in zip(labels, row)} for row in rows
+            ]
+            return {"sql": guarded, "params": params, "rows": restored}
+        raise AssertionError("unreachable: the second attempt returns or raises")
+
+
+def describe(table: TableSpec) -> str:
+    """The table as the model sees it: name, typed columns and up to ``SAMPLE_VALUES`` distinct values of each."""
+    lines = [f"Table: {table.name}", "Columns:"]
+    for position, column in enumerate(table.columns):
+        values = list(dict.fromkeys(row[position] for row in table.rows if row[position] is not None))
+        shown = ", ".join(_sample(value) for value in values[:SAMPLE_VALUES])
+        lines.append(f"- {column.name} ({column.type})" + (f", e.g. {shown}" if shown else ""))
+    return "\n".join(lines)
+
+
+def _sample(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value[:SAMPLE_CHARACTERS], ensure_ascii=False)
+    return repr(value)
+
+
+def _read_reply(reply: str, question: str) -> tuple[str, list[Any]]:
+    """The SQL and parameters of the model's JSON reply; an unreadable reply is a refusal, an ``unanswerable`` one
+    an ``InvalidOptionError`` on ``question``."""
+    fenced = _FENCE.match(reply)
+    try:
+        payload = json.loads(fenced.group(1) if fenced else reply)
+    except (ValueError, RecursionError):
+        raise SqlSafetyError(f"the model's reply {short_repr(reply)} is not a JSON object") from None
+    if isinstance(payload, dict) and isinstance(payload.get("unanswerable"), str):
+        raise InvalidOptionError(
+            "question",
+            question,
+            f"a question LlmSql understands, i.e. {LlmSql.UNDERSTANDS[0]} "
+            f"(the model found it unanswerable: {short_repr(payload['unanswerable'])})",
+        )
+    sql = payload.get("sql") if isinstance(payload, dict) else None
+    params = payload.get("params", []) if isinstance(payload, dict) else None
+    if not isinstance(sql, str) or not isinstance(params, list):
+        raise SqlSafetyError(f'the model\'s reply {short_repr(reply)} is not {{"sql": str, "params": list}}')
+    bad = [value for value in params if not _bindable(value)]
+    if bad:
+        raise SqlSafetyError(f"parameter {short_repr(bad[0])} is not a str, int, float or null")
+    return sql, params
+
+
+def _bindable(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return INT64[0] <= value <= INT64[1]
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, str) and is_utf8(value)
+
+
+def _label_sources(guarded: str, table: TableSpec) -> dict[str, str]:
+    """Output label -> the column whose values it carries unchanged (a column, or its min/max), for restoring dates."""
+    from sqlglot import exp, parse_one
+
+    statement = parse_one(guarded, read="sqlite")
+    sources: dict[str, str] = {}
+    for projection in statement.expressions:
+        if isinstance(projection, exp.Star):
+            sources.update({column.name: column.name for column in table.columns})
+            continue
+        inner = projection.this if isinstance(projection, exp.Alias) else projection
+        if isinstance(inner, (exp.Min, exp.Max)) and isinstance(projection, exp.Alias):
+            inner = inner.this
+        column = table.column(inner.name) if isinstance(inner, exp.Column) else None
+        if column is not None:
+            sources[projection.alias_or_name] = column.name
+    return sources
