@@ -57,6 +57,8 @@ def answer(reply: str | Reply | None = None, **options: Any) -> dict[str, Any]:
     if reply is not None:
         SERVERS["chat"].script.append(reply)
     request = {"query_text": "bleach and ammonia", "passages": PASSAGES, **llm_options(**options)}
+    # An option given as None is left out (an explicit None is refused on its own).
+    request = {key: value for key, value in request.items() if value is not None}
     [row] = run_feature("generated_answer", request, {LlmResponder})
     return dict(row)
 
