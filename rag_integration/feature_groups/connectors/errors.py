@@ -12,6 +12,7 @@ from rag_integration.core.errors import (
     RankingContractError,
     RemoteServiceError,
     SqlSafetyError,
+    UnsafePathError,
 )
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
     "RankingContractError",
     "RemoteServiceError",
     "SqlSafetyError",
+    "UnsafePathError",
 ]
