@@ -13,16 +13,15 @@ from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import AllowedMask, Hits
 from rag_integration.core.vector_index import (
-    FAISS_INDEX_FILE,
     FaissIndexSettings,
     FaissSearchSettings,
     FaissSettings,
     build_faiss_index,
     faiss_index_bytes,
     faiss_index_from_bytes,
-    read_faiss_index,
+    load_faiss_index,
+    save_faiss_vectors,
     search_faiss_index,
-    write_faiss_index,
 )
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
@@ -106,8 +105,10 @@ class FaissDenseRetriever(BaseRetrieveConnector):
 
     @classmethod
     def save_index(cls, index: FaissIndex, folder: Path) -> None:
-        write_faiss_index(index.index, folder / FAISS_INDEX_FILE, "faiss")
+        save_faiss_vectors(index.index, folder, "faiss")
 
     @classmethod
-    def load_index(cls, folder: Path, settings: FaissDenseIndexSettings) -> FaissIndex:
-        return _with_embedder(read_faiss_index(folder / FAISS_INDEX_FILE, "faiss"), settings)
+    def load_index(cls, folder: Path, settings: FaissDenseIndexSettings, documents: Sequence[Document]) -> FaissIndex:
+        """The index rebuilt from stored vectors of the request's model's dimension, one per document."""
+        dimension = get_embedder(settings.embedding_model_option).dimension
+        return _with_embedder(load_faiss_index(folder, settings.faiss, len(documents), dimension, "faiss"), settings)
