@@ -31,6 +31,16 @@ def stage(feature: str, **options: Any) -> list[Any]:
     return run_feature(feature, options, set(STAGES) | {FaissDenseRetriever, Bm25sRetriever})
 
 
+def search_store(index_dir: Path, query: str) -> list[Any]:
+    return stage(
+        "retrieved_passages",
+        retrieve_backend="vector_store",
+        embedding_model="hash",
+        index_dir=str(index_dir),
+        query_text=query,
+    )
+
+
 def base_options(index_dir: Path, **extra: Any) -> dict[str, Any]:
     return {
         "document_source": "inline",
@@ -335,26 +345,14 @@ def test_metadata_json_cannot_hold_is_refused_and_the_old_store_survives(tmp_pat
     dated = [*DOCUMENTS, {"doc_id": "dated", "text": "A dated note.", "when": datetime.date(2020, 1, 1)}]
     with pytest.raises(InvalidOptionError, match=r"dated#0\.metadata"):
         stage(INDEXED, **base_options(tmp_path, documents=dated))
-    rows = stage(
-        "retrieved_passages",
-        retrieve_backend="vector_store",
-        embedding_model="hash",
-        index_dir=str(tmp_path),
-        query_text="cats",
-    )
+    rows = search_store(tmp_path, "cats")
     assert rows[0][0]["doc_id"] == "pets#0"
 
 
 def test_text_with_a_lone_surrogate_round_trips_through_the_store(tmp_path: Path) -> None:
     odd = [{"doc_id": "odd", "text": "cats \ud800 purr"}]
     stage(INDEXED, **base_options(tmp_path, documents=odd, chunker="paragraph"))
-    rows = stage(
-        "retrieved_passages",
-        retrieve_backend="vector_store",
-        embedding_model="hash",
-        index_dir=str(tmp_path),
-        query_text="cats",
-    )
+    rows = search_store(tmp_path, "cats")
     assert rows[0][0]["text"] == "cats \ud800 purr"
 
 

@@ -273,6 +273,24 @@ def load_sparse_parts(
     return data, indices, indptr
 
 
+def term_ids(
+    stored: Any, name: str, folder: Path, columns: int | None = None, values: type = int, option: str = "index_dir"
+) -> dict[str, Any]:
+    """``stored[name]``, a ``{term: column}`` map read from JSON, checked: str keys, and ``values`` that are ints
+    inside a matrix of ``columns`` columns (default: as many as terms), or, with ``values=str``, strings."""
+    mapping = stored.get(name) if isinstance(stored, dict) else None
+    if not isinstance(mapping, dict) or not all(isinstance(key, str) for key in mapping):
+        raise _mismatch(option, folder, f"a map '{name}' of terms")
+    if values is str:
+        if not all(isinstance(value, str) for value in mapping.values()):
+            raise _mismatch(option, folder, f"a map '{name}' of terms to words")
+        return mapping
+    limit = len(mapping) if columns is None else columns
+    if not all(type(value) is int and 0 <= value < limit for value in mapping.values()):
+        raise _mismatch(option, folder, f"a map '{name}' of terms to columns 0..{limit - 1}")
+    return mapping
+
+
 def _parsed_manifest(raw: Any, option: str, folder: Path) -> tuple[StoreClaim, dict[str, tuple[int, str]]]:
     expected_keys = {"format", "format_version", "kind", "settings", "corpus_fingerprint", "files"}
     if not isinstance(raw, dict) or set(raw) != expected_keys:

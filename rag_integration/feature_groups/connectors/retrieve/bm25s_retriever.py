@@ -11,9 +11,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rag_integration.core.documents import Document
-from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.extras import require_module
-from rag_integration.core.index_store import load_npy, load_sparse_parts, save_npy
+from rag_integration.core.index_store import load_npy, load_sparse_parts, save_npy, term_ids
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import AllowedMask, Hits
 from rag_integration.core.vector_index import read_search_threads
@@ -141,7 +140,7 @@ class Bm25sRetriever(BaseRetrieveConnector):
         """A BM25 built from the request's settings around stored arrays checked against the corpus's size."""
         bm25s = require_module("bm25s", "bm25s", "connectors")
         vocabulary = json.loads((folder / VOCABULARY_FILE).read_text(encoding="utf-8"))
-        terms = _term_ids(vocabulary, "index", folder)
+        terms = term_ids(vocabulary, "index", folder)
         data, indices, indptr = load_sparse_parts(folder, len(terms), len(documents))
         retriever = bm25s.BM25(k1=settings.k1, b=settings.b, method=settings.method)
         retriever.scores = {"data": data, "indices": indices, "indptr": indptr, "num_docs": len(documents)}
@@ -151,28 +150,10 @@ class Bm25sRetriever(BaseRetrieveConnector):
         if retriever.method in retriever.methods_requiring_nonoccurrence:
             retriever.nonoccurrence_array = load_npy(folder / NONOCCURRENCE_FILE, (len(terms),))
         tokenizer = _tokenizer(settings)
-        tokenizer.word_to_stem = _string_map(vocabulary, "word_to_stem", folder)
-        tokenizer.stem_to_sid = _term_ids(vocabulary, "stem_to_sid", folder, len(terms))
-        tokenizer.word_to_id = _term_ids(vocabulary, "word_to_id", folder, len(terms))
+        tokenizer.word_to_stem = term_ids(vocabulary, "word_to_stem", folder, values=str)
+        tokenizer.stem_to_sid = term_ids(vocabulary, "stem_to_sid", folder, len(terms))
+        tokenizer.word_to_id = term_ids(vocabulary, "word_to_id", folder, len(terms))
         return Bm25sIndex(retriever, tokenizer, settings)
-
-
-def _term_ids(vocabulary: Any, name: str, folder: Path, terms: int | None = None) -> dict[str, int]:
-    """A stored ``{term: id}`` map whose ids are columns of the score matrix (``terms`` of them)."""
-    mapping = vocabulary.get(name) if isinstance(vocabulary, dict) else None
-    limit = len(mapping) if terms is None and isinstance(mapping, dict) else terms
-    if not isinstance(mapping, dict) or not all(
-        isinstance(key, str) and type(value) is int and 0 <= value < (limit or 0) for key, value in mapping.items()
-    ):
-        raise IndexMismatchError("index_dir", str(folder), f"a vocabulary '{name}' of term ids")
-    return mapping
-
-
-def _string_map(vocabulary: Any, name: str, folder: Path) -> dict[str, str]:
-    mapping = vocabulary.get(name) if isinstance(vocabulary, dict) else None
-    if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
-        raise IndexMismatchError("index_dir", str(folder), f"a vocabulary '{name}' of words")
-    return mapping
 
 
 def _tokenizer(settings: Bm25sIndexSettings) -> Any:

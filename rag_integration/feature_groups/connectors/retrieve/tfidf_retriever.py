@@ -13,10 +13,12 @@ import numpy as np
 from rag_integration.core.documents import Document
 from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.extras import require_module
-from rag_integration.core.index_store import load_npy, load_sparse_parts, save_npy
+from rag_integration.core.index_store import load_npy, load_sparse_parts, save_npy, term_ids
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import AllowedMask, Hits
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
+
+VOCABULARY_FILE = "vocabulary.json"
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,8 @@ class TfidfRetriever(BaseRetrieveConnector):
     @classmethod
     def save_index(cls, index: TfidfIndex, folder: Path) -> None:
         vocabulary = {term: int(column) for term, column in index.vectorizer.vocabulary_.items()}
-        (folder / "vocabulary.json").write_text(json.dumps(vocabulary, sort_keys=True), encoding="utf-8")
+        stored = {"vocabulary": vocabulary}
+        (folder / VOCABULARY_FILE).write_text(json.dumps(stored, sort_keys=True), encoding="utf-8")
         save_npy(folder / "idf.npy", index.vectorizer.idf_)
         matrix = index.document_matrix
         for name, array in (("data", matrix.data), ("indices", matrix.indices), ("indptr", matrix.indptr)):
@@ -83,9 +86,9 @@ class TfidfRetriever(BaseRetrieveConnector):
         """The vectorizer from the request's settings with a stored vocabulary, and the document rows, each checked
         against the corpus's size and the vocabulary's before scikit-learn sees them."""
         sparse = require_module("scipy.sparse", "tfidf", "tfidf")
-        vocabulary = json.loads((folder / "vocabulary.json").read_text(encoding="utf-8"))
-        columns = len(vocabulary) if isinstance(vocabulary, dict) else 0
-        if not columns or {type(key) for key in vocabulary} != {str} or set(vocabulary.values()) != set(range(columns)):
+        vocabulary = term_ids(json.loads((folder / VOCABULARY_FILE).read_text(encoding="utf-8")), "vocabulary", folder)
+        columns = len(vocabulary)
+        if not columns or len(set(vocabulary.values())) != columns:  # scikit-learn needs every column once
             raise IndexMismatchError("index_dir", str(folder), "a vocabulary mapping terms to columns 0..n-1")
         idf = load_npy(folder / "idf.npy", (columns,), "float64")
         data, indices, indptr = load_sparse_parts(folder, len(documents), columns)
