@@ -236,6 +236,17 @@ def test_a_broken_vector_store_is_a_typed_error(tmp_path: Path, breakage: Callab
         search_store(tmp_path / "store", corpus=CORPUS)
 
 
+def test_running_the_stage_again_rewrites_a_broken_store(tmp_path: Path) -> None:
+    build_vector_store(tmp_path / "store", CORPUS)
+    expected = search_store(tmp_path / "store")
+    truncate(live_version(tmp_path / "store"), live_version(tmp_path / "store"))
+    INDEX_CACHE.clear()
+    with pytest.raises(IndexMismatchError):
+        search_store(tmp_path / "store")
+    build_vector_store(tmp_path / "store", CORPUS)  # the same claim, but its files are broken: written again
+    assert search_store(tmp_path / "store") == expected
+
+
 def test_an_oversize_header_is_refused_before_anything_is_allocated(tmp_path: Path) -> None:
     build_vector_store(tmp_path / "store", CORPUS)
     version = live_version(tmp_path / "store")

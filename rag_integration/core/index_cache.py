@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_integration.core.errors import IndexMismatchError
-from rag_integration.core.index_store import StoreClaim, current_version, load_version, read_store, write_store
+from rag_integration.core.index_store import StoreClaim, intact_claim, load_version, read_store, write_store
 from rag_integration.core.options import OptionReader
 
 LOGGER = logging.getLogger(__name__)
@@ -151,12 +151,9 @@ class IndexCache:
 
 
 def _stored(folder: Path, key: IndexKey) -> bool:
-    """Whether ``folder``'s live version claims to be this key's index (its files are checked when loaded)."""
-    try:
-        version = current_version(folder)
-    except IndexMismatchError:
-        return False
-    return version is not None and version.claim.same_as(key.claim())
+    """Whether ``folder``'s live version is this key's index, with its files intact."""
+    claim = intact_claim(folder)
+    return claim is not None and claim.same_as(key.claim())
 
 
 def _load(folder: Path, key: IndexKey, load: Callable[[Path], Any]) -> Any:

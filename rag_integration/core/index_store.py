@@ -165,6 +165,18 @@ def current_version(folder: Path, option: str = "index_dir") -> StoredVersion | 
     return StoredVersion(version, *_parsed_manifest(raw, option, folder))
 
 
+def intact_claim(folder: Path) -> StoreClaim | None:
+    """The live version's claim when its manifest and files pass their checks, else None: what a writer compares
+    with before keeping a store as it is (a broken one is written again, even if it claims the same content)."""
+    try:
+        version = current_version(folder)
+        if version is not None:
+            load_version(version, lambda _: None)
+    except IndexMismatchError:
+        return None
+    return None if version is None else version.claim
+
+
 def load_version(version: StoredVersion, load: Callable[[Path], Loaded], option: str = "index_dir") -> Loaded:
     """``load(version_folder)`` after checking every file against the manifest; anything that goes wrong while
     loading (a library's own error on a bad file) is an ``IndexMismatchError`` too."""

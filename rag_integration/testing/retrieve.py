@@ -19,8 +19,8 @@ import pytest
 from rag_integration.core.documents import Corpus
 from rag_integration.core.errors import ConnectorError
 from rag_integration.core.index_cache import INDEX_CACHE
+from rag_integration.core.index_store import intact_claim
 from rag_integration.feature_groups.rag_pipeline import STAGES, VectorStoreRetriever
-from rag_integration.feature_groups.rag_pipeline.vector_store.store import stored_claim
 from rag_integration.testing.kit import ContractKit, assert_ranked_passages, document_texts, kit_rows_feature
 from rag_integration.testing.runner import query_and_corpus_errors, run_feature
 
@@ -223,7 +223,7 @@ class VectorStoreContractTests(RetrieveContractTests):
         if not corpus:
             return None
         folder = Path(request.get("index_dir") or self.store_root / corpus.fingerprint[:16])
-        claim = stored_claim(folder)
+        claim = intact_claim(folder)
         if claim is None or claim.corpus_fingerprint != corpus.fingerprint:
             stage_options = {
                 "document_source": "inline",

@@ -11,11 +11,12 @@ import numpy as np
 from rag_integration.core.documents import Document
 from rag_integration.core.embedders import get_embedder
 from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.index_store import intact_claim
 from rag_integration.core.options import OptionReader
 from rag_integration.core.queries import read_index_dir
 from rag_integration.feature_groups.rag_pipeline.base import StageFeatureGroup, document_row
 from rag_integration.feature_groups.rag_pipeline.embedding import HashEmbeddingStage, MiniLMEmbeddingStage
-from rag_integration.feature_groups.rag_pipeline.vector_store.store import store_claim, stored_claim, write_store
+from rag_integration.feature_groups.rag_pipeline.vector_store.store import store_claim, write_store
 
 EMBEDDING_KEYS = ("embedding", "embedding_model")
 
@@ -36,7 +37,7 @@ class BaseVectorStore(StageFeatureGroup):
         vectors, model = _embedded_vectors(documents)
         plain = [Document(doc.doc_id, doc.text, _without_embedding(doc.metadata)) for doc in documents]
         claim = store_claim(plain, get_embedder(model).model_id, int(vectors.shape[1]), settings)
-        stored = stored_claim(folder)
+        stored = intact_claim(folder)
         if stored is None or not stored.same_as(claim):  # an identical store on disk is kept as it is
             write_store(folder, vectors, plain, claim)
         return [document_row(doc.doc_id, doc.text, doc.metadata) for doc in plain]

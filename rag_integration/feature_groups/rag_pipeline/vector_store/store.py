@@ -91,15 +91,6 @@ def _metadata_json(documents: Sequence[Document]) -> str:
     return json.dumps([dict(document.metadata) for document in documents], sort_keys=True)
 
 
-def stored_claim(folder: Path) -> StoreClaim | None:
-    """The live version's claim, or None when ``folder`` holds no readable store (it is then written afresh)."""
-    try:
-        version = index_store.current_version(folder)
-    except IndexMismatchError:
-        return None
-    return None if version is None else version.claim
-
-
 def write_store(
     folder: Path, vectors: npt.NDArray[np.float32], documents: Sequence[Document], claim: StoreClaim
 ) -> None:
