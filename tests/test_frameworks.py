@@ -193,6 +193,7 @@ def test_stages_run_on_python_dict_and_the_store_answers_on_another_framework(tm
     )
     assert isinstance(built[0], dict)  # the stages declare PythonDict alone
     options = {"retrieve_backend": "vector_store", "index_dir": str(tmp_path), "query_text": "engine oil"}
+    options["embedding_model"] = "hash"
     options["return_metadata"] = True
     table = mlodaAPI.run_all(
         [Feature("retrieved_passages", options=Options(context=options))],

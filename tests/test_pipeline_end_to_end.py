@@ -33,8 +33,8 @@ from rag_integration.testing.runner import run_feature
 
 index_dir, queries = sys.argv[1], json.loads(sys.argv[2])
 retrieve = Feature("retrieved_passages", options=Options(context={
-    "retrieve_backend": "vector_store", "index_dir": index_dir, "query_text": queries, "top_k": 4,
-    "return_metadata": True}))
+    "retrieve_backend": "vector_store", "embedding_model": "hash", "index_dir": index_dir, "query_text": queries,
+    "top_k": 4, "return_metadata": True}))
 rerank = Feature("reranked_passages", options=Options(context={
     "rerank_backend": "lexical", "query_text": queries, "candidates_source": retrieve, "top_k": 2}))
 answers = run_feature("generated_answer", {"generate_backend": "template", "query_text": queries,

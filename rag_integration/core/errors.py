@@ -86,6 +86,10 @@ class IndexMismatchError(InvalidOptionError):
     """A persisted index was built from another corpus or embedding model than the request names."""
 
 
+class UnsafePathError(InvalidOptionError):
+    """A path leads outside its folder, through a link not to be followed, or to something not a regular file."""
+
+
 class DuplicateDocIdError(ConnectorError):
     """Two documents (or candidates) share one effective doc_id."""
 
@@ -153,5 +157,6 @@ __all__ = [
     "SqlSafetyError",
     "UnknownBackendError",
     "UnknownOptionError",
+    "UnsafePathError",
     "short_repr",
 ]

@@ -10,11 +10,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import pickle
-import shutil
 import sys
-import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -22,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
+from rag_integration.core.index_store import StoreClaim, intact_claim, load_version, read_store, write_store
 
-MANIFEST_NAME = "manifest.json"
-FORMAT_VERSION = 1
+LOGGER = logging.getLogger(__name__)
 DEFAULT_CAPACITY = 8
 DEFAULT_MAX_BYTES = 2 * 1024**3
 ENTRIES_VARIABLE = "RAG_INDEX_CACHE_ENTRIES"
@@ -53,13 +52,9 @@ class IndexKey:
         digest = hashlib.sha256(f"{self.backend}\0{self.settings}\0{self.corpus_fingerprint}".encode()).hexdigest()
         return f"{self.backend}-{digest[:20]}"
 
-    def manifest(self) -> dict[str, Any]:
-        return {
-            "format_version": FORMAT_VERSION,
-            "backend": self.backend,
-            "settings": json.loads(self.settings),
-            "corpus_fingerprint": self.corpus_fingerprint,
-        }
+    def claim(self) -> StoreClaim:
+        """What a persisted index under this key must say it holds (``core.index_store``)."""
+        return StoreClaim(self.backend, json.loads(self.settings), self.corpus_fingerprint)
 
 
 @dataclass
@@ -115,25 +110,27 @@ class IndexCache:
         save: Callable[[Any, Path], None] | None = None,
         load: Callable[[Path], Any] | None = None,
     ) -> Any:
-        """The index for ``key``: from memory, else loaded from ``index_dir``, else built (and saved there)."""
+        """The index for ``key``: from memory, else loaded from ``index_dir``, else built (and saved there). A stored
+        index that fails its checks (``IndexMismatchError``) is logged, rebuilt and written again."""
         folder = Path(index_dir) / key.folder_name() if index_dir is not None else None
         with self._lock:
             if key in self._entries:
                 self._entries.move_to_end(key)
                 self.stats.hits += 1
                 index = self._entries[key]
-                if folder is not None and save is not None and not _manifest_matches(folder, key):
-                    _save_atomically(folder, key, index, save)
+                if folder is not None and save is not None and not _stored(folder, key):
+                    _save(folder, key, index, save)
                 return index
             index = None
-            if folder is not None and load is not None and _manifest_matches(folder, key):
-                index = load(folder)
-                self.stats.loads += 1
+            if folder is not None and load is not None:
+                index = _load(folder, key, load)
+                if index is not None:
+                    self.stats.loads += 1
             if index is None:
                 index = build()
                 self.stats.builds += 1
                 if folder is not None and save is not None:
-                    _save_atomically(folder, key, index, save)
+                    _save(folder, key, index, save)
             self._remember(key, index)
             return index
 
@@ -174,50 +171,54 @@ class IndexCache:
             self._sizes.pop(key, None)
 
 
+class _ByteCounter:
+    """A write-only sink that counts what a pickler writes, so measuring an index never holds a second copy of it."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def write(self, chunk: Any) -> int:
+        size = memoryview(chunk).nbytes
+        self.count += size
+        return size
+
+
 def approximate_bytes(index: Any) -> int:
-    """An index's size as its pickle (every index here pickles, to travel to Spark executors); an object that does
-    not pickle counts its shallow size."""
+    """An index's size as its pickle (every index here pickles, to travel to Spark executors), counted as it is
+    written rather than built in memory; an object that does not pickle counts its shallow size."""
+    counter = _ByteCounter()
     try:
-        return len(pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL))
+        pickle.Pickler(counter, protocol=pickle.HIGHEST_PROTOCOL).dump(index)
     except Exception:
         return sys.getsizeof(index)
+    return counter.count
 
 
-def read_json_file(path: Path) -> Any:
-    """The parsed JSON in ``path``, or None when it is missing or unreadable."""
+def _stored(folder: Path, key: IndexKey) -> bool:
+    """Whether ``folder``'s live version is this key's index, with its files intact."""
+    claim = intact_claim(folder)
+    return claim is not None and claim.same_as(key.claim())
+
+
+def _load(folder: Path, key: IndexKey, load: Callable[[Path], Any]) -> Any:
+    """The index stored in ``folder``, or None when there is none or it fails a check (logged: it is rebuilt)."""
+
+    def check(claim: StoreClaim) -> None:
+        if not claim.same_as(key.claim()):
+            raise IndexMismatchError("index_dir", str(folder), f"the index of this request ({key.backend})")
+
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        found = read_store(folder, check, lambda version: load_version(version, load))
+    except IndexMismatchError as error:
+        LOGGER.warning(
+            "index_dir: the stored %s index is unusable, rebuilding it from the corpus: %s", key.backend, error
+        )
         return None
+    return None if found is None else found[1]
 
 
-def write_text_atomically(path: Path, text: str) -> None:
-    """Write to a temporary sibling and rename, so a reader sees the old file or the new one, never half."""
-    staging = path.with_name(f".{path.name}.tmp")
-    staging.write_text(text, encoding="utf-8")
-    os.replace(staging, path)
-
-
-def _manifest_matches(folder: Path, key: IndexKey) -> bool:
-    return bool(read_json_file(folder / MANIFEST_NAME) == key.manifest())
-
-
-def _save_atomically(folder: Path, key: IndexKey, index: Any, save: Callable[[Any, Path], None]) -> None:
-    """Write into a temporary sibling folder and rename it, so a reader never sees half an index."""
-    try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
-    except OSError as error:
-        raise InvalidOptionError("index_dir", str(folder.parent), f"a writable folder ({error.strerror})") from error
-    try:
-        save(index, staging)
-        write_text_atomically(staging / MANIFEST_NAME, json.dumps(key.manifest(), sort_keys=True))
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(staging, folder)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+def _save(folder: Path, key: IndexKey, index: Any, save: Callable[[Any, Path], None]) -> None:
+    write_store(folder, key.claim(), lambda staging: save(index, staging))
 
 
 def configure_index_cache(*, max_entries: int | None = None, max_bytes: int | None = None) -> None:

@@ -15,12 +15,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.extras import require_module
+from rag_integration.core.index_store import load_npy, save_npy
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import Hits
 
 FAISS_INDEX_TYPES = ("flat", "hnsw", "ivf")
-FAISS_INDEX_FILE = "index.faiss"
+FAISS_VECTORS_FILE = "vectors.npy"
+"""A persisted FAISS index is its vectors; the index is rebuilt from them, so no FAISS file is ever parsed."""
 
 
 @dataclass(frozen=True)
@@ -168,9 +171,21 @@ def faiss_index_from_bytes(data: bytes, backend: str) -> Any:
     return faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8).copy())
 
 
-def write_faiss_index(index: Any, path: Path, backend: str) -> None:
-    require_module("faiss", backend, "faiss").write_index(index, str(path))
+def save_faiss_vectors(index: Any, folder: Path, backend: str) -> None:
+    """Persist the vectors an index holds, in insertion order (an IVF index gets a direct map to give them back)."""
+    faiss = require_module("faiss", backend, "faiss")
+    ivf = faiss.try_extract_index_ivf(index)
+    if ivf is not None:
+        ivf.make_direct_map()
+    save_npy(folder / FAISS_VECTORS_FILE, index.reconstruct_n(0, index.ntotal))
 
 
-def read_faiss_index(path: Path, backend: str) -> Any:
-    return require_module("faiss", backend, "faiss").read_index(str(path))
+def load_faiss_index(
+    folder: Path, settings: FaissIndexSettings | Mapping[str, Any], count: int, dimension: int, backend: str
+) -> Any:
+    """The index rebuilt (deterministically, as ``build_faiss_index`` always builds) from persisted vectors whose
+    shape is checked against ``count`` x ``dimension`` before they are read."""
+    vectors = load_npy(folder / FAISS_VECTORS_FILE, (count, dimension), "float32")
+    if not np.isfinite(vectors).all():
+        raise IndexMismatchError("index_dir", str(folder), "finite vectors")
+    return build_faiss_index(vectors, settings, backend)

@@ -19,8 +19,8 @@ import pytest
 from rag_integration.core.documents import Corpus
 from rag_integration.core.errors import ConnectorError
 from rag_integration.core.index_cache import INDEX_CACHE
+from rag_integration.core.index_store import intact_claim
 from rag_integration.feature_groups.rag_pipeline import STAGES, VectorStoreRetriever
-from rag_integration.feature_groups.rag_pipeline.vector_store.store import read_manifest
 from rag_integration.testing.kit import ContractKit, assert_ranked_passages, document_texts, kit_rows_feature
 from rag_integration.testing.runner import query_and_corpus_errors, run_feature
 
@@ -223,8 +223,8 @@ class VectorStoreContractTests(RetrieveContractTests):
         if not corpus:
             return None
         folder = Path(request.get("index_dir") or self.store_root / corpus.fingerprint[:16])
-        manifest = read_manifest(folder)
-        if manifest is None or manifest["corpus_fingerprint"] != corpus.fingerprint:
+        claim = intact_claim(folder)
+        if claim is None or claim.corpus_fingerprint != corpus.fingerprint:
             stage_options = {
                 "document_source": "inline",
                 "documents": list(request["corpus"]),
@@ -240,7 +240,12 @@ class VectorStoreContractTests(RetrieveContractTests):
         folder = self.request(corpus=CORPUS)["index_dir"]
         alone = run_feature(
             self.feature_name,
-            {"retrieve_backend": "vector_store", "index_dir": folder, "query_text": "engine oil"},
+            {
+                "retrieve_backend": "vector_store",
+                "index_dir": folder,
+                "query_text": "engine oil",
+                **self.backend_options(),
+            },
             {self.connector_class()},
         )
         assert alone == with_corpus

@@ -14,6 +14,7 @@ from rag_integration.core.errors import (
     SqlSafetyError,
     UnknownBackendError,
     UnknownOptionError,
+    UnsafePathError,
 )
 
 __all__ = [
@@ -30,4 +31,5 @@ __all__ = [
     "SqlSafetyError",
     "UnknownBackendError",
     "UnknownOptionError",
+    "UnsafePathError",
 ]

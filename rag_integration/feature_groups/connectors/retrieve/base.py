@@ -153,7 +153,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
             lambda: cls.build_index(documents, index_settings),
             index_dir=index_dir,
             save=cls.save_index,
-            load=lambda folder: cls.load_index(folder, index_settings),
+            load=lambda folder: cls.load_index(folder, index_settings, documents),
         )
 
     @classmethod
@@ -192,8 +192,11 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
 
     @classmethod
     def save_index(cls, index: Any, folder: Path) -> None:
+        """Write the index's files into ``folder`` (a fresh staging folder of ``core.index_store``)."""
         raise NotImplementedError
 
     @classmethod
-    def load_index(cls, folder: Path, settings: Any) -> Any:
+    def load_index(cls, folder: Path, settings: Any, documents: Sequence[Document]) -> Any:
+        """The index read back from ``folder`` (files already checked against their manifest), built around the
+        request's ``settings`` and checked against ``documents``: a file never chooses code, a class or a model."""
         raise NotImplementedError

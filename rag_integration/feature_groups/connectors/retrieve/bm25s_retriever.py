@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,12 +12,16 @@ import numpy as np
 
 from rag_integration.core.documents import Document
 from rag_integration.core.extras import require_module
+from rag_integration.core.index_store import load_npy, load_sparse_parts, save_npy, term_ids
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import AllowedMask, Hits
 from rag_integration.core.vector_index import read_search_threads
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
 BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+SCORE_ARRAYS = ("data", "indices", "indptr")
+NONOCCURRENCE_FILE = "nonoccurrence.npy"
+VOCABULARY_FILE = "vocabulary.json"
 TOKENIZER_VOCABULARY = ("word_to_stem", "stem_to_sid", "word_to_id")
 """The tokenizer's learned state (what bm25s's ``save_vocab`` writes); its stemmer is rebuilt from the settings."""
 
@@ -121,15 +126,36 @@ class Bm25sRetriever(BaseRetrieveConnector):
 
     @classmethod
     def save_index(cls, index: Bm25sIndex, folder: Path) -> None:
-        index.retriever.save(str(folder), show_progress=False)
-        index.tokenizer.save_vocab(str(folder))
+        """The score matrix as plain arrays and the vocabularies as JSON: nothing of bm25s's own ``params`` file,
+        which would choose its constructor's arguments on load."""
+        scores = index.retriever.scores
+        for name in SCORE_ARRAYS:
+            save_npy(folder / f"{name}.npy", np.asarray(scores[name]))
+        if index.retriever.nonoccurrence_array is not None:
+            save_npy(folder / NONOCCURRENCE_FILE, np.asarray(index.retriever.nonoccurrence_array))
+        vocabulary = {"index": index.retriever.vocab_dict}
+        vocabulary.update({name: getattr(index.tokenizer, name) for name in TOKENIZER_VOCABULARY})
+        (folder / VOCABULARY_FILE).write_text(json.dumps(vocabulary, ensure_ascii=False), encoding="utf-8")
 
     @classmethod
-    def load_index(cls, folder: Path, settings: Bm25sIndexSettings) -> Bm25sIndex:
+    def load_index(cls, folder: Path, settings: Bm25sIndexSettings, documents: Sequence[Document]) -> Bm25sIndex:
+        """A BM25 built from the request's settings around stored arrays checked against the corpus's size."""
         bm25s = require_module("bm25s", "bm25s", "connectors")
+        vocabulary = json.loads((folder / VOCABULARY_FILE).read_text(encoding="utf-8"))
+        terms = term_ids(vocabulary, "index", folder)
+        data, indices, indptr = load_sparse_parts(folder, len(terms), len(documents))
+        retriever = bm25s.BM25(k1=settings.k1, b=settings.b, method=settings.method)
+        retriever.scores = {"data": data, "indices": indices, "indptr": indptr, "num_docs": len(documents)}
+        retriever.vocab_dict = terms
+        retriever.unique_token_ids_set = set(terms.values())
+        retriever.nonoccurrence_array = None
+        if retriever.method in retriever.methods_requiring_nonoccurrence:
+            retriever.nonoccurrence_array = load_npy(folder / NONOCCURRENCE_FILE, (len(terms),))
         tokenizer = _tokenizer(settings)
-        tokenizer.load_vocab(str(folder))
-        return Bm25sIndex(bm25s.BM25.load(str(folder), show_progress=False), tokenizer, settings)
+        tokenizer.word_to_stem = term_ids(vocabulary, "word_to_stem", folder, values=str)
+        tokenizer.stem_to_sid = term_ids(vocabulary, "stem_to_sid", folder, len(terms))
+        tokenizer.word_to_id = term_ids(vocabulary, "word_to_id", folder, len(terms))
+        return Bm25sIndex(retriever, tokenizer, settings)
 
 
 def _tokenizer(settings: Bm25sIndexSettings) -> Any:

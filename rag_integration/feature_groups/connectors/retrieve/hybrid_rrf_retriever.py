@@ -7,7 +7,6 @@ pair is cached, persisted and shipped as one index under the hybrid's own key.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,6 @@ from rag_integration.feature_groups.connectors.retrieve.faiss_retriever import (
 )
 
 RANKERS: tuple[type[BaseRetrieveConnector], ...] = (Bm25sRetriever, FaissDenseRetriever)
-DOC_IDS_FILE = "doc_ids.json"
 
 
 @dataclass(frozen=True)
@@ -130,15 +128,14 @@ class HybridRrfRetriever(BaseRetrieveConnector):
             assert ranker.BACKEND is not None
             (folder / ranker.BACKEND).mkdir()
             ranker.save_index(ranker_index, folder / ranker.BACKEND)
-        (folder / DOC_IDS_FILE).write_text(json.dumps(list(index.doc_ids)), encoding="ascii")
 
     @classmethod
-    def load_index(cls, folder: Path, settings: HybridIndexSettings) -> HybridIndex:
+    def load_index(cls, folder: Path, settings: HybridIndexSettings, documents: Sequence[Document]) -> HybridIndex:
         rankers = tuple(
-            ranker.load_index(folder / str(ranker.BACKEND), ranker_settings)
+            ranker.load_index(folder / str(ranker.BACKEND), ranker_settings, documents)
             for ranker, ranker_settings in zip(RANKERS, (settings.bm25s, settings.faiss), strict=True)
         )
-        return HybridIndex(rankers, tuple(json.loads((folder / DOC_IDS_FILE).read_text(encoding="ascii"))))
+        return HybridIndex(rankers, tuple(document.doc_id for document in documents))
 
 
 def _ranked_rows(hits: Hits, doc_ids: Sequence[str]) -> list[Mapping[str, Any]]:

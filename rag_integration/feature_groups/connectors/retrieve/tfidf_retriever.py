@@ -11,10 +11,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rag_integration.core.documents import Document
+from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.extras import require_module
+from rag_integration.core.index_store import load_npy, load_sparse_parts, save_npy, term_ids
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import AllowedMask, Hits
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
+
+VOCABULARY_FILE = "vocabulary.json"
 
 
 @dataclass(frozen=True)
@@ -70,19 +74,28 @@ class TfidfRetriever(BaseRetrieveConnector):
 
     @classmethod
     def save_index(cls, index: TfidfIndex, folder: Path) -> None:
-        sparse = require_module("scipy.sparse", "tfidf", "tfidf")
         vocabulary = {term: int(column) for term, column in index.vectorizer.vocabulary_.items()}
-        (folder / "vocabulary.json").write_text(json.dumps(vocabulary, sort_keys=True), encoding="utf-8")
-        np.save(folder / "idf.npy", index.vectorizer.idf_, allow_pickle=False)
-        sparse.save_npz(folder / "documents.npz", index.document_matrix)
+        stored = {"vocabulary": vocabulary}
+        (folder / VOCABULARY_FILE).write_text(json.dumps(stored, sort_keys=True), encoding="utf-8")
+        save_npy(folder / "idf.npy", index.vectorizer.idf_)
+        matrix = index.document_matrix
+        for name, array in (("data", matrix.data), ("indices", matrix.indices), ("indptr", matrix.indptr)):
+            save_npy(folder / f"{name}.npy", array)
 
     @classmethod
-    def load_index(cls, folder: Path, settings: TfidfSettings) -> TfidfIndex:
+    def load_index(cls, folder: Path, settings: TfidfSettings, documents: Sequence[Document]) -> TfidfIndex:
+        """The vectorizer from the request's settings with a stored vocabulary, and the document rows, each checked
+        against the corpus's size and the vocabulary's before scikit-learn sees them."""
         sparse = require_module("scipy.sparse", "tfidf", "tfidf")
-        vocabulary = json.loads((folder / "vocabulary.json").read_text(encoding="utf-8"))
+        vocabulary = term_ids(json.loads((folder / VOCABULARY_FILE).read_text(encoding="utf-8")), "vocabulary", folder)
+        columns = len(vocabulary)
+        if not columns or len(set(vocabulary.values())) != columns:  # scikit-learn needs every column once
+            raise IndexMismatchError("index_dir", str(folder), "a vocabulary mapping terms to columns 0..n-1")
+        idf = load_npy(folder / "idf.npy", (columns,), "float64")
+        data, indices, indptr = load_sparse_parts(folder, len(documents), columns)
         vectorizer = _vectorizer(settings, vocabulary=vocabulary)
-        vectorizer.idf_ = np.load(folder / "idf.npy", allow_pickle=False)
-        return TfidfIndex(vectorizer, sparse.load_npz(folder / "documents.npz").tocsr())
+        vectorizer.idf_ = idf
+        return TfidfIndex(vectorizer, sparse.csr_matrix((data, indices, indptr), shape=(len(documents), columns)))
 
 
 def _vectorizer(settings: TfidfSettings, vocabulary: Mapping[str, int] | None = None) -> Any:

@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import csv
-import glob
 import io
 import json
 from pathlib import Path
 from typing import Any, ClassVar
 
 from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.files import DEFAULT_MAX_FILE_BYTES, FileRules, FoundFile, find_files, read_file_bytes
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.rag_pipeline.documents.base import BaseDocumentSource
 
 SUFFIXES = (".txt", ".md", ".jsonl", ".csv")
+MAX_JSON_NESTING = 64
+"""How deeply a JSONL record may nest: deeper is refused before it can exhaust the parser's recursion."""
 
 
 class FileDocumentSource(BaseDocumentSource):
     """``document_source="files"``: ``paths`` (str or list); a .txt/.md file is one document, a .jsonl line or a
-    .csv row is one document (``text_field``, ``id_field``); every document records its file in ``source``."""
+    .csv row is one document (``text_field``, ``id_field``); every document records its file in ``source``.
+    Folders are untrusted (``core.files``): ``follow_symlinks`` (default False) and ``max_file_bytes`` bound them."""
 
     BACKEND: ClassVar[str | None] = "files"
     OPTIONS: ClassVar[tuple[str, ...]] = ("paths", "encoding", "text_field", "id_field")
@@ -27,41 +30,26 @@ class FileDocumentSource(BaseDocumentSource):
     @classmethod
     def load(cls, reader: OptionReader) -> list[dict[str, Any]]:
         paths = reader.string_or_strings("paths")
+        rules = FileRules(
+            suffixes=SUFFIXES,
+            follow_symlinks=reader.boolean("follow_symlinks", default=False),
+            max_file_bytes=reader.integer("max_file_bytes", default=DEFAULT_MAX_FILE_BYTES, minimum=1),
+        )
         settings = {
             "encoding": reader.string("encoding", default="utf-8"),
             "text_field": reader.string("text_field", default="text"),
             "id_field": reader.string("id_field", default="doc_id"),
         }
         documents: list[dict[str, Any]] = []
-        for file, file_id in _resolve([paths] if isinstance(paths, str) else paths):
-            documents.extend(_read_file(file, file_id, settings))
+        for file in find_files([paths] if isinstance(paths, str) else paths, rules):
+            documents.extend(_read_file(file, read_file_bytes(file, rules), settings))
         return documents
 
 
-def _resolve(patterns: list[str]) -> list[tuple[Path, str]]:
-    """(file, id) pairs in sorted order; a folder's files are named by their path inside it."""
-    files: list[tuple[Path, str]] = []
-    for pattern in patterns:
-        path = Path(pattern)
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
-            files.extend((file, file.relative_to(path).as_posix()) for file in found)
-        elif path.is_file():
-            if path.suffix.lower() not in SUFFIXES:
-                raise InvalidOptionError("paths", pattern, "files ending in " + ", ".join(SUFFIXES))
-            files.append((path, path.name))
-        else:
-            matches = sorted(Path(m) for m in glob.glob(pattern, recursive=True))
-            matches = [m for m in matches if m.is_file() and m.suffix.lower() in SUFFIXES]
-            if not matches:
-                raise InvalidOptionError("paths", pattern, "an existing file, folder or glob matching supported files")
-            files.extend((match, match.name) for match in matches)
-    return files
-
-
-def _read_file(file: Path, file_id: str, settings: dict[str, str]) -> list[dict[str, Any]]:
+def _read_file(found: FoundFile, data: bytes, settings: dict[str, str]) -> list[dict[str, Any]]:
+    file = found.shown
     try:
-        content = file.read_bytes().decode(settings["encoding"])
+        content = data.decode(settings["encoding"])
     except UnicodeDecodeError as error:
         raise InvalidOptionError(
             "paths", str(file), f"text in {settings['encoding']} (byte {error.start}: {error.reason})"
@@ -74,9 +62,9 @@ def _read_file(file: Path, file_id: str, settings: dict[str, str]) -> list[dict[
     elif suffix == ".csv":
         records = _csv_records(content, file)
     else:
-        return [{"doc_id": file_id, "text": content, "source": str(file)}]
+        return [{"doc_id": found.name, "text": content, "source": str(file)}]
     return [
-        _record_document(record, file, f"{file_id}:{number}", settings)
+        _record_document(record, file, f"{found.name}:{number}", settings)
         for number, record in enumerate(records, start=1)
     ]
 
@@ -84,10 +72,14 @@ def _read_file(file: Path, file_id: str, settings: dict[str, str]) -> list[dict[
 def _csv_records(content: str, file: Path) -> list[dict[str, Any]]:
     reader = csv.DictReader(io.StringIO(content, newline=""))
     records = []
-    for record in reader:
-        if None in record or None in record.values():
-            raise InvalidOptionError("paths", f"{file}:{reader.line_num}", "a CSV row with one value per header column")
-        records.append(record)
+    try:
+        for record in reader:
+            if None in record or None in record.values():
+                expected = "a CSV row with one value per header column"
+                raise InvalidOptionError("paths", f"{file}:{reader.line_num}", expected)
+            records.append(record)
+    except csv.Error as error:  # a field over csv.field_size_limit(), a NUL byte, an unclosed quote at the end
+        raise InvalidOptionError("paths", f"{file}:{reader.line_num}", f"well-formed CSV ({error})") from error
     return records
 
 
@@ -96,16 +88,36 @@ def _jsonl_records(content: str, file: Path) -> list[dict[str, Any]]:
     for line_number, line in enumerate(content.splitlines(), start=1):
         if not line.strip():
             continue
+        where = f"{file}:{line_number}"
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
-            raise InvalidOptionError(
-                "paths", f"{file}:{line_number}", f"one JSON object per line ({error.msg})"
-            ) from error
+            raise InvalidOptionError("paths", where, f"one JSON object per line ({error.msg})") from error
+        except ValueError as error:  # an integer past Python's int-string conversion limit
+            raise InvalidOptionError("paths", where, f"one JSON object per line ({error})") from error
+        except RecursionError as error:
+            raise InvalidOptionError("paths", where, f"JSON nested at most {MAX_JSON_NESTING} deep") from error
         if not isinstance(record, dict):
-            raise InvalidOptionError("paths", f"{file}:{line_number}", "one JSON object per line")
+            raise InvalidOptionError("paths", where, "one JSON object per line")
+        if _nesting(record) > MAX_JSON_NESTING:
+            raise InvalidOptionError("paths", where, f"JSON nested at most {MAX_JSON_NESTING} deep")
         records.append(record)
     return records
+
+
+def _nesting(value: Any) -> int:
+    """How deeply lists and dicts nest in a parsed value, found without recursion (linear in its size)."""
+    deepest = 0
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, depth)
+            if depth <= MAX_JSON_NESTING:
+                pending.extend((child, depth + 1) for child in item)
+    return deepest
 
 
 def _record_document(record: dict[str, Any], file: Path, fallback_id: str, settings: dict[str, str]) -> dict[str, Any]:

@@ -7,49 +7,53 @@ index come from differs: the store in ``index_dir``, so a corpus is optional and
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from rag_integration.core.documents import Document, corpus_fingerprint
-from rag_integration.core.embedders import QueryVectors, get_embedder
+from rag_integration.core.embedders import DEFAULT_EMBEDDER, QueryVectors, get_embedder
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError, MissingOptionError
 from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
+from rag_integration.core.index_store import StoreClaim, StoredVersion, read_store
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import AllowedMask, Hits
 from rag_integration.core.vector_index import FaissSettings, read_search_threads, search_faiss_index
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector, RetrieveRequest
-from rag_integration.feature_groups.rag_pipeline.vector_store.store import VectorStore, read_manifest, read_store
+from rag_integration.feature_groups.rag_pipeline.vector_store.store import VectorStore, check_store_claim, load_store
 
 
 @dataclass(frozen=True)
 class VectorStoreSettings:
-    """``embedding_model`` (optional; must name the store's model) and ``search_threads``; the store fixes the rest."""
+    """``embedding_model`` (default ``minilm``, as for every dense backend; the store's manifest must name the same
+    model, it never chooses one) and ``search_threads``; the store fixes the rest."""
 
-    embedding_model: str | None
+    embedding_model: str
     threads: int
 
 
 @dataclass(frozen=True)
 class StoreIndex:
-    """A loaded store and the embedder for its queries; pickles as the store, the embedder is resolved again."""
+    """A loaded store and the request's embedder for its queries; pickles as the store and the model option, the
+    embedder is resolved again."""
 
     store: VectorStore
+    model_option: str
     query_vectors: QueryVectors
 
     @classmethod
-    def of(cls, store: VectorStore) -> StoreIndex:
-        return cls(store, QueryVectors(get_embedder(store.manifest["embedding_model"], "embedding_model")))
+    def of(cls, store: VectorStore, model_option: str) -> StoreIndex:
+        return cls(store, model_option, QueryVectors(get_embedder(model_option, "embedding_model")))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (StoreIndex.of, (self.store,))
+        return (StoreIndex.of, (self.store, self.model_option))
 
 
 class VectorStoreRetriever(BaseRetrieveConnector):
     """``retrieve_backend="vector_store"`` with ``index_dir``; ``embedding_model`` and a corpus, when given, must
-    match the store's manifest (``IndexMismatchError`` otherwise), so a changed corpus or model is never served."""
+    match the store's manifest (``IndexMismatchError`` otherwise), so a changed corpus or model is never served.
+    A store that fails its checks is an ``IndexMismatchError`` too: there is no corpus to rebuild it from."""
 
     BACKEND: ClassVar[str | None] = "vector_store"
     OPTIONS: ClassVar[tuple[str, ...]] = ("embedding_model", "search_threads")
@@ -64,7 +68,9 @@ class VectorStoreRetriever(BaseRetrieveConnector):
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> VectorStoreSettings:
-        return VectorStoreSettings(reader.string("embedding_model", default=None), read_search_threads(reader))
+        model = reader.string("embedding_model", default=DEFAULT_EMBEDDER)
+        get_embedder(model)  # a bad name is refused before any store is read
+        return VectorStoreSettings(model, read_search_threads(reader))
 
     @classmethod
     def open_index(
@@ -87,33 +93,42 @@ class VectorStoreRetriever(BaseRetrieveConnector):
             return []
         store_index: StoreIndex = cls.open_index(request, settings)[1]()
         assert request.index_dir is not None  # open_index refuses a request without one
-        return [(cls.store_key(request.index_dir, store_index.store.manifest), store_index)]
+        return [(cls.store_key(request.index_dir, store_index.store.version), store_index)]
 
     @classmethod
-    def load(cls, folder: Path, wanted_model: str | None, corpus: Sequence[Document] | None) -> StoreIndex:
-        """The store in ``folder`` (cached per manifest), after checking it against the request."""
-        manifest = read_manifest(folder)
-        if manifest is None:
+    def load(cls, folder: Path, model_option: str, corpus: Sequence[Document] | None) -> StoreIndex:
+        """The store in ``folder`` (cached per version), after checking its claim against the request."""
+        wanted = get_embedder(model_option)
+
+        def check(claim: StoreClaim) -> None:
+            check_store_claim(claim, folder)
+            stored = claim.settings["embedding_model"]
+            if stored != wanted.model_id or claim.settings["dimension"] != wanted.dimension:
+                expected = f"the model the store in {folder} was built with ('{stored}')"
+                raise IndexMismatchError("embedding_model", model_option, expected)
+            if corpus is not None and corpus_fingerprint(corpus) != claim.corpus_fingerprint:
+                raise IndexMismatchError("index_dir", str(folder), "a store built from the corpus this request names")
+
+        def load(version: StoredVersion) -> StoreIndex:
+            index: StoreIndex = INDEX_CACHE.get_or_load(
+                cls.store_key(folder, version.name), lambda: StoreIndex.of(load_store(version), model_option)
+            )
+            return index
+
+        found = read_store(folder, check, load)
+        if found is None:
             raise InvalidOptionError("index_dir", str(folder), "a folder written by the <source>__indexed stage")
-        stored_model = manifest["embedding_model"]
-        if wanted_model is not None and get_embedder(wanted_model).model_id != get_embedder(stored_model).model_id:
-            raise IndexMismatchError("embedding_model", wanted_model, f"the store's model '{stored_model}' ({folder})")
-        if corpus is not None and corpus_fingerprint(corpus) != manifest["corpus_fingerprint"]:
-            raise IndexMismatchError("index_dir", str(folder), "a store built from the corpus this request names")
-        index: StoreIndex = INDEX_CACHE.get_or_load(
-            cls.store_key(folder, manifest), lambda: StoreIndex.of(read_store(folder, manifest))
-        )
-        return index
+        return found[1]
 
     @classmethod
-    def store_key(cls, folder: Path, manifest: Mapping[str, Any]) -> IndexKey:
-        """A store's cache key: its folder and its whole manifest, so a rewritten store is read again."""
+    def store_key(cls, folder: Path, version: str) -> IndexKey:
+        """A store's cache key: its folder and its live version, so a rewritten store is read again."""
         assert cls.BACKEND is not None
-        return IndexKey.of(cls.BACKEND, {"folder": str(folder.resolve())}, json.dumps(dict(manifest), sort_keys=True))
+        return IndexKey.of(cls.BACKEND, {"folder": str(folder.resolve())}, version)
 
     @classmethod
     def search(
         cls, index: StoreIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: VectorStoreSettings
     ) -> list[Hits]:
-        faiss = FaissSettings.from_manifest(index.store.manifest["faiss"], settings.threads)
+        faiss = FaissSettings.from_manifest(index.store.settings["faiss"], settings.threads)
         return search_faiss_index(index.store.index, index.query_vectors(queries), depth, allowed, faiss, "faiss")

@@ -9,11 +9,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rag_integration.core.documents import Document
+from rag_integration.core.embedders import get_embedder
 from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.index_store import intact_claim
 from rag_integration.core.options import OptionReader
 from rag_integration.core.queries import read_index_dir
 from rag_integration.feature_groups.rag_pipeline.base import StageFeatureGroup, document_row
-from rag_integration.feature_groups.rag_pipeline.vector_store.store import read_manifest, store_manifest, write_store
+from rag_integration.feature_groups.rag_pipeline.embedding import HashEmbeddingStage, MiniLMEmbeddingStage
+from rag_integration.feature_groups.rag_pipeline.vector_store.store import store_claim, write_store
 
 EMBEDDING_KEYS = ("embedding", "embedding_model")
 
@@ -34,23 +37,21 @@ class BaseVectorStore(StageFeatureGroup):
         settings = cls.read_settings(reader)
         vectors, model = _embedded_vectors(documents)
         plain = [Document(doc.doc_id, doc.text, _without_embedding(doc.metadata)) for doc in documents]
-        manifest = store_manifest(plain, model, int(vectors.shape[1]), settings)
-        if read_manifest(folder) != manifest:  # an identical store on disk is kept as it is
-            write_store(folder, cls.build_index(vectors, settings), plain, manifest)
+        claim = store_claim(plain, get_embedder(model).model_id, int(vectors.shape[1]), settings)
+        stored = intact_claim(folder)
+        if stored is None or not stored.same_as(claim):  # an identical store on disk is kept as it is
+            write_store(folder, vectors, plain, claim)
         return [document_row(doc.doc_id, doc.text, doc.metadata) for doc in plain]
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
         return {}
 
-    @classmethod
-    def build_index(cls, vectors: np.ndarray[Any, np.dtype[np.float32]], settings: dict[str, Any]) -> Any:
-        raise NotImplementedError
-
 
 def _embedded_vectors(documents: Sequence[Document]) -> tuple[np.ndarray[Any, np.dtype[np.float32]], str]:
     models = {doc.metadata.get("embedding_model") for doc in documents}
-    if not documents or len(models) != 1 or not isinstance(next(iter(models)), str):
+    stages = {stage.BACKEND for stage in (HashEmbeddingStage, MiniLMEmbeddingStage)}
+    if not documents or len(models) != 1 or next(iter(models)) not in stages:
         raise InvalidOptionError("vector_store", sorted(map(str, models)), "rows from one <source>__embedded stage")
     rows = []
     for doc in documents:

@@ -1,13 +1,12 @@
-"""FAISS as the vector store: flat (exact), HNSW or IVF, the same index code the dense retriever uses."""
+"""FAISS as the vector store: flat (exact), HNSW or IVF, the same index code the dense retriever uses. The store
+keeps the vectors; the index is built from them, with these settings, when the store is read."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import numpy as np
-
 from rag_integration.core.options import OptionReader
-from rag_integration.core.vector_index import FAISS_OPTIONS, build_faiss_index, read_faiss_settings
+from rag_integration.core.vector_index import FAISS_OPTIONS, read_faiss_settings
 from rag_integration.feature_groups.rag_pipeline.vector_store.base import BaseVectorStore
 
 
@@ -22,7 +21,3 @@ class FaissVectorStore(BaseVectorStore):
     @classmethod
     def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
         return read_faiss_settings(reader)
-
-    @classmethod
-    def build_index(cls, vectors: np.ndarray[Any, np.dtype[np.float32]], settings: dict[str, Any]) -> Any:
-        return build_faiss_index(vectors, settings, "vector_store")

@@ -1,70 +1,76 @@
-"""The on-disk vector store: ``index.faiss``, a sidecar ``documents.jsonl`` (ids, texts, metadata) and a
-``manifest.json`` (embedding model, dimension, count, corpus fingerprint, FAISS settings), written last."""
+"""The on-disk vector store, in the one store format of ``core.index_store``: ``vectors.npy`` (one float32 row per
+document) and ``documents.jsonl`` (ids, texts, metadata), under a manifest of kind ``vector_store`` whose settings
+record the embedding model's id, the dimension, the count, a metadata fingerprint and the FAISS settings."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
+from rag_integration.core import index_store
 from rag_integration.core.documents import Document, corpus_fingerprint
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
-from rag_integration.core.index_cache import read_json_file, write_text_atomically
+from rag_integration.core.index_store import StoreClaim, StoredVersion
+from rag_integration.core.options import OptionReader
 from rag_integration.core.vector_index import (
-    FAISS_INDEX_FILE,
+    FAISS_VECTORS_FILE,
+    FaissSettings,
     faiss_index_bytes,
     faiss_index_from_bytes,
-    read_faiss_index,
-    write_faiss_index,
+    load_faiss_index,
 )
 
-MANIFEST_FILE = "manifest.json"
+STORE_KIND = "vector_store"
 DOCUMENTS_FILE = "documents.jsonl"
-STORE_FORMAT_VERSION = 1
-MANIFEST_KEYS = frozenset(
-    {"format_version", "embedding_model", "dimension", "count", "corpus_fingerprint", "metadata_fingerprint", "faiss"}
-)
+SETTINGS_KEYS = frozenset({"embedding_model", "dimension", "count", "metadata_fingerprint", "faiss"})
+FAISS_KEYS = frozenset({"faiss_index", "hnsw_m", "ivf_nlist", "hnsw_ef_search", "ivf_nprobe"})
+MAX_DIMENSION = 65536
 
 
 @dataclass(frozen=True)
 class VectorStore:
-    """A loaded store. Pickles (to ship it to Spark executors) as FAISS's serial bytes and plain records, since
-    neither a SWIG index nor a document's read-only metadata view pickles as it is."""
+    """A loaded store: its index, documents and the settings its manifest records (checked on load). Pickles (to
+    ship it to Spark executors) as FAISS's serial bytes and plain records, since neither a SWIG index nor a
+    document's read-only metadata view pickles as it is."""
 
     index: Any
     documents: list[Document]
-    manifest: Mapping[str, Any]
+    settings: Mapping[str, Any]
+    version: str
 
     def __reduce__(self) -> tuple[Any, ...]:
         records = [(doc.doc_id, doc.text, dict(doc.metadata)) for doc in self.documents]
-        return (_restore_store, (faiss_index_bytes(self.index, "vector_store"), records, dict(self.manifest)))
+        data = faiss_index_bytes(self.index, "vector_store")
+        return (_restore_store, (data, records, dict(self.settings), self.version))
 
 
 def _restore_store(
-    data: bytes, records: list[tuple[str, str, dict[str, Any]]], manifest: dict[str, Any]
+    data: bytes, records: list[tuple[str, str, dict[str, Any]]], settings: dict[str, Any], version: str
 ) -> VectorStore:
     documents = [Document(doc_id, text, MappingProxyType(metadata)) for doc_id, text, metadata in records]
-    return VectorStore(faiss_index_from_bytes(data, "vector_store"), documents, manifest)
+    return VectorStore(faiss_index_from_bytes(data, "vector_store"), documents, settings, version)
 
 
-def store_manifest(
-    documents: Sequence[Document], embedding_model: str, dimension: int, faiss_settings: Mapping[str, Any]
-) -> dict[str, Any]:
+def store_claim(
+    documents: Sequence[Document], model_id: str, dimension: int, faiss_settings: Mapping[str, Any]
+) -> StoreClaim:
     """What the store holds; metadata is fingerprinted too, so a metadata-only change rewrites the store."""
-    return {
-        "format_version": STORE_FORMAT_VERSION,
-        "embedding_model": embedding_model,
+    settings = {
+        "embedding_model": model_id,
         "dimension": dimension,
         "count": len(documents),
-        "corpus_fingerprint": corpus_fingerprint(documents),
         "metadata_fingerprint": hashlib.sha256(_metadata_json(documents).encode("ascii")).hexdigest(),
         "faiss": dict(faiss_settings),
     }
+    return StoreClaim(STORE_KIND, settings, corpus_fingerprint(documents))
 
 
 def _metadata_json(documents: Sequence[Document]) -> str:
@@ -85,50 +91,69 @@ def _metadata_json(documents: Sequence[Document]) -> str:
     return json.dumps([dict(document.metadata) for document in documents], sort_keys=True)
 
 
-def read_manifest(folder: Path) -> dict[str, Any] | None:
-    """The store's manifest, or None when ``folder`` holds no vector store (including another kind of index)."""
-    manifest = read_json_file(folder / MANIFEST_FILE)
-    if not isinstance(manifest, dict) or set(manifest) != MANIFEST_KEYS:
-        return None
-    return manifest
-
-
-def write_store(folder: Path, index: Any, documents: Sequence[Document], manifest: Mapping[str, Any]) -> None:
-    """Everything is serialised first and written under temporary names; only then are the files renamed into
-    place, the manifest last, so a failure never leaves half a store or destroys the one already there."""
+def write_store(
+    folder: Path, vectors: npt.NDArray[np.float32], documents: Sequence[Document], claim: StoreClaim
+) -> None:
+    """Stage the store's files and swap them in whole (``core.index_store``): the store already there survives
+    any failure."""
     lines = "".join(
         json.dumps({"doc_id": doc.doc_id, "text": doc.text, "metadata": dict(doc.metadata)}) + "\n" for doc in documents
     )
-    staged_index = folder / f".{FAISS_INDEX_FILE}.tmp"
-    staged_documents = folder / f".{DOCUMENTS_FILE}.tmp"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        write_faiss_index(index, staged_index, "vector_store")
-        staged_documents.write_text(lines, encoding="ascii")
-        (folder / MANIFEST_FILE).unlink(missing_ok=True)
-        os.replace(staged_index, folder / FAISS_INDEX_FILE)
-        os.replace(staged_documents, folder / DOCUMENTS_FILE)
-        write_text_atomically(folder / MANIFEST_FILE, json.dumps(dict(manifest), sort_keys=True, indent=2))
-    except OSError as error:
-        raise InvalidOptionError("index_dir", str(folder), f"a writable folder ({error.strerror})") from error
-    finally:
-        staged_index.unlink(missing_ok=True)
-        staged_documents.unlink(missing_ok=True)
+
+    def save(staging: Path) -> None:
+        index_store.save_npy(staging / FAISS_VECTORS_FILE, np.asarray(vectors, dtype=np.float32))
+        (staging / DOCUMENTS_FILE).write_text(lines, encoding="ascii")
+
+    index_store.write_store(folder, claim, save)
 
 
-def read_store(folder: Path, manifest: Mapping[str, Any]) -> VectorStore:
-    """Load a store whose manifest was already read; refuse files that disagree with it."""
-    documents = []
-    try:
-        with (folder / DOCUMENTS_FILE).open(encoding="ascii") as lines:
-            for line in lines:
-                record = json.loads(line)
-                documents.append(Document(record["doc_id"], record["text"], MappingProxyType(record["metadata"])))
-        index = read_faiss_index(folder / FAISS_INDEX_FILE, "vector_store")
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:
-        raise IndexMismatchError("index_dir", str(folder), f"a complete vector store ({error})") from error
-    if len(documents) != manifest["count"] or index.ntotal != manifest["count"]:
-        raise IndexMismatchError("index_dir", str(folder), f"{manifest['count']} documents as its manifest says")
-    if corpus_fingerprint(documents) != manifest["corpus_fingerprint"]:
-        raise IndexMismatchError("index_dir", str(folder), "documents matching the manifest's corpus fingerprint")
-    return VectorStore(index, documents, manifest)
+def check_store_claim(claim: StoreClaim, folder: Path) -> None:
+    """Refuse a claim that is not a well-formed vector store's (another kind of index, or settings out of bounds)."""
+    if claim.kind != STORE_KIND:
+        raise IndexMismatchError("index_dir", str(folder), f"a vector store (this folder holds a '{claim.kind}' index)")
+    _check_settings(claim.settings, folder)
+
+
+def load_store(version: StoredVersion) -> VectorStore:
+    """The store of a version whose claim passed ``check_store_claim``: every file verified against the manifest,
+    every count and shape against the claim, before anything is read."""
+    return index_store.load_version(version, lambda path: _load(path, version))
+
+
+def _check_settings(settings: Mapping[str, Any], folder: Path) -> None:
+    faiss = settings.get("faiss")
+    shaped = (
+        set(settings) == SETTINGS_KEYS
+        and isinstance(settings["embedding_model"], str)
+        and type(settings["dimension"]) is int
+        and 1 <= settings["dimension"] <= MAX_DIMENSION
+        and type(settings["count"]) is int
+        and settings["count"] >= 1
+        and isinstance(settings["metadata_fingerprint"], str)
+        and isinstance(faiss, dict)
+        and set(faiss) == FAISS_KEYS
+    )
+    if not shaped:
+        raise IndexMismatchError("index_dir", str(folder), "a vector store manifest with well-formed settings")
+    assert isinstance(faiss, dict)
+    FaissSettings.read(OptionReader(faiss))  # the same bounds as the options that wrote them
+
+
+def _load(path: Path, version: StoredVersion) -> VectorStore:
+    settings = version.claim.settings
+    count, dimension = settings["count"], settings["dimension"]
+    documents: list[Document] = []
+    with (path / DOCUMENTS_FILE).open(encoding="ascii") as lines:
+        for line in lines:
+            if len(documents) == count:
+                raise IndexMismatchError("index_dir", str(path), f"{count} documents as its manifest says")
+            record = json.loads(line)
+            if not isinstance(record, dict) or not isinstance(record.get("metadata"), dict):
+                raise IndexMismatchError("index_dir", str(path), "one document record per line")
+            documents.append(Document(record["doc_id"], record["text"], MappingProxyType(record["metadata"])))
+    if len(documents) != count:
+        raise IndexMismatchError("index_dir", str(path), f"{count} documents as its manifest says")
+    if corpus_fingerprint(documents) != version.claim.corpus_fingerprint:
+        raise IndexMismatchError("index_dir", str(path), "documents matching the manifest's corpus fingerprint")
+    index = load_faiss_index(path, settings["faiss"], count, dimension, "vector_store")
+    return VectorStore(index, documents, settings, version.name)

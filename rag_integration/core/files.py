@@ -1,0 +1,195 @@
+"""Untrusted folders: list the files a folder, file or glob names without leaving its root, and read each one
+within a size limit.
+
+Every path is resolved and must stay inside its root (the folder, the named file's folder, or a glob's leading
+folder). Folders are walked with ``os.scandir`` without following links, so a symlinked folder is never descended
+and a link loop cannot hang a ``**`` glob; a symlinked file is read only with ``follow_symlinks`` and only when it
+resolves to a regular file inside the root. Pseudo-files (``/proc``, ``/sys``, ``/dev``), FIFOs, sockets and
+devices are refused.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import logging
+import os
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag_integration.core.errors import InvalidOptionError, UnsafePathError
+
+LOGGER = logging.getLogger(__name__)
+
+DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_FOLDER_ENTRIES = 1_000_000
+"""How many folder entries one pattern may walk: the walk is bounded in time even on a huge tree."""
+PSEUDO_FILESYSTEMS = (Path("/proc"), Path("/sys"), Path("/dev"))
+GLOB_MAGIC = frozenset("*?[")
+_SKIPPED_SHOWN = 5
+
+
+@dataclass(frozen=True, slots=True)
+class FileRules:
+    """Which files a pattern may yield: their suffixes, whether links are followed, how large one may be."""
+
+    suffixes: tuple[str, ...]
+    follow_symlinks: bool = False
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    option: str = "paths"
+
+
+@dataclass(frozen=True, slots=True)
+class FoundFile:
+    """A file to read: ``real`` (resolved and checked) is opened; ``shown`` is the path as found, ``name`` its id."""
+
+    real: Path
+    shown: Path
+    name: str
+
+
+def find_files(patterns: Sequence[str], rules: FileRules) -> list[FoundFile]:
+    """The files every pattern names, pattern by pattern, each pattern's files sorted by their path inside it."""
+    found: list[FoundFile] = []
+    for pattern in patterns:
+        found.extend(_find(pattern, rules))
+    return found
+
+
+def _find(pattern: str, rules: FileRules) -> list[FoundFile]:
+    path = Path(pattern)
+    if any(char in GLOB_MAGIC for char in pattern):
+        return _glob(pattern, rules)
+    if path.is_dir():
+        files = _walk(path, rules, lambda relative: True, max_depth=None)
+        return [FoundFile(real, shown, relative) for relative, real, shown in files]
+    if os.path.lexists(path):
+        if path.suffix.lower() not in rules.suffixes:
+            raise InvalidOptionError(rules.option, pattern, "files ending in " + ", ".join(rules.suffixes))
+        root = path.parent.resolve()
+        return [FoundFile(_checked(path, root, rules), path, path.name)]
+    raise InvalidOptionError(rules.option, pattern, "an existing file, folder or glob matching supported files")
+
+
+def _glob(pattern: str, rules: FileRules) -> list[FoundFile]:
+    """A glob's files: its leading folder (the parts without wildcards) walked once, the rest matched per part."""
+    parts = Path(pattern).parts
+    fixed = next(position for position, part in enumerate(parts) if any(char in GLOB_MAGIC for char in part))
+    root = Path(*parts[:fixed]) if fixed else Path(".")
+    wanted = parts[fixed:]
+    if not root.is_dir():
+        raise InvalidOptionError(rules.option, pattern, "an existing file, folder or glob matching supported files")
+    max_depth = None if "**" in wanted else len(wanted)
+    files = _walk(root, rules, lambda relative: _matches(relative.split("/"), wanted), max_depth=max_depth)
+    if not files:
+        raise InvalidOptionError(rules.option, pattern, "an existing file, folder or glob matching supported files")
+    return [FoundFile(real, shown, shown.name) for _, real, shown in files]
+
+
+def _matches(names: list[str], wanted: Sequence[str]) -> bool:
+    """Whether path parts match glob parts (``**`` is any number of folders); a name starting with a dot matches
+    only a part that starts with one, as ``glob`` does. Memoised, so at most parts x names steps."""
+
+    @functools.cache
+    def match(name: int, part: int) -> bool:
+        if part == len(wanted):
+            return name == len(names)
+        if name < len(names) and names[name].startswith(".") and not wanted[part].startswith("."):
+            return wanted[part] == "**" and match(name, part + 1)
+        if wanted[part] == "**":
+            return match(name, part + 1) or (name < len(names) and match(name + 1, part))
+        return name < len(names) and fnmatch.fnmatchcase(names[name], wanted[part]) and match(name + 1, part + 1)
+
+    return match(0, 0)
+
+
+def _walk(
+    top: Path, rules: FileRules, accept: Callable[[str], bool], max_depth: int | None
+) -> list[tuple[str, Path, Path]]:
+    """(path inside ``top``, checked real path, path as found) of every accepted file, sorted by the first."""
+    root = top.resolve()
+    found: list[tuple[str, Path, Path]] = []
+    skipped: list[str] = []
+    pending: list[tuple[Path, str, int]] = [(top, "", 0)]
+    visited = 0
+    while pending:
+        folder, prefix, depth = pending.pop()
+        try:
+            with os.scandir(folder) as entries:
+                listed = list(entries)
+        except OSError as error:
+            raise InvalidOptionError(rules.option, str(folder), f"a readable folder ({error.strerror})") from error
+        visited += len(listed)
+        if visited > MAX_FOLDER_ENTRIES:
+            raise InvalidOptionError(rules.option, str(top), f"a folder of at most {MAX_FOLDER_ENTRIES:,} entries")
+        for entry in listed:
+            relative = prefix + entry.name
+            shown = Path(entry.path)
+            if entry.is_dir(follow_symlinks=False):
+                if max_depth is None or depth + 1 < max_depth:
+                    pending.append((shown, relative + "/", depth + 1))
+            elif entry.is_symlink() and entry.is_dir():
+                LOGGER.warning("file source: not descending into the symlinked folder %s", shown)
+            elif Path(entry.name).suffix.lower() not in rules.suffixes:
+                skipped.append(relative)
+            elif accept(relative):
+                found.append((relative, _checked(shown, root, rules), shown))
+    if skipped:
+        shown_names = ", ".join(sorted(skipped)[:_SKIPPED_SHOWN]) + (", ..." if len(skipped) > _SKIPPED_SHOWN else "")
+        LOGGER.info(
+            "file source: skipped %d file(s) under %s not ending in %s: %s",
+            len(skipped),
+            top,
+            ", ".join(rules.suffixes),
+            shown_names,
+        )
+    found.sort(key=lambda item: item[0])
+    return found
+
+
+def _checked(path: Path, root: Path, rules: FileRules) -> Path:
+    """The resolved path of a file that may be read: inside ``root``, a link only when links are followed."""
+    if path.is_symlink() and not rules.follow_symlinks:
+        raise UnsafePathError(
+            rules.option,
+            str(path),
+            f"a file, not a symlink (to {os.readlink(path)!s}); set follow_symlinks=True to "
+            "read links to regular files inside the folder",
+        )
+    real = Path(os.path.realpath(path))
+    if not real.is_relative_to(root):
+        raise UnsafePathError(rules.option, str(path), f"a file inside {root} (it resolves to {real})")
+    if any(real.is_relative_to(pseudo) for pseudo in PSEUDO_FILESYSTEMS):
+        raise UnsafePathError(rules.option, str(path), f"a regular file, not the pseudo-file {real}")
+    return real
+
+
+def read_file_bytes(file: FoundFile, rules: FileRules) -> bytes:
+    """The file's bytes, refused unless it is a regular file of at most ``max_file_bytes``. Opened without
+    following a final link (the path is already resolved) and without blocking, so a FIFO cannot hang a read."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        descriptor = os.open(file.real, flags)
+    except OSError as error:
+        raise InvalidOptionError(rules.option, str(file.shown), f"a readable file ({error.strerror})") from error
+    with os.fdopen(descriptor, "rb") as handle:
+        status = os.fstat(handle.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            raise UnsafePathError(rules.option, str(file.shown), "a regular file (not a FIFO, socket or device)")
+        if status.st_size > rules.max_file_bytes:
+            raise _too_large(file, rules)
+        try:
+            data = handle.read(rules.max_file_bytes + 1)
+        except OSError as error:
+            raise InvalidOptionError(rules.option, str(file.shown), f"a readable file ({error.strerror})") from error
+    if len(data) > rules.max_file_bytes:
+        raise _too_large(file, rules)
+    return data
+
+
+def _too_large(file: FoundFile, rules: FileRules) -> InvalidOptionError:
+    return InvalidOptionError(
+        "max_file_bytes", str(file.shown), f"a file of at most {rules.max_file_bytes:,} bytes (raise max_file_bytes)"
+    )
