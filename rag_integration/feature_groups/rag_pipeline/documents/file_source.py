@@ -24,7 +24,14 @@ class FileDocumentSource(BaseDocumentSource):
     Folders are untrusted (``core.files``): ``follow_symlinks`` (default False) and ``max_file_bytes`` bound them."""
 
     BACKEND: ClassVar[str | None] = "files"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("paths", "encoding", "text_field", "id_field")
+    OPTIONS: ClassVar[tuple[str, ...]] = (
+        "paths",
+        "encoding",
+        "text_field",
+        "id_field",
+        "follow_symlinks",
+        "max_file_bytes",
+    )
     OPTION: ClassVar[str] = "paths"
 
     @classmethod
