@@ -12,7 +12,7 @@ shared BM25 overlap, so every family picks the sentence to quote by the same rul
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,10 @@ from rag_integration.core.lexical import lexical_scores
 from rag_integration.core.sentences import split_sentences
 
 MARKER = re.compile(r"\[(\d+)\]")
-_MARKER_LIKE = re.compile(r"\s*\[\d+\]")
+_MARKER_LIKE = re.compile(r"(?<!\s)\s*+\[\d++\]")
+"""A marker-like ``[n]`` with the whitespace before it; a match starts only where a whitespace run starts, so a long
+run not followed by a marker is scanned once, not once per position (the same matches as without that condition)."""
+_BRACKET = re.compile(r"([\[\]])")
 _SPACE = re.compile(r"\s+")
 
 
@@ -39,12 +42,38 @@ class QuotableSentence:
 def quote_form(text: str) -> str:
     """``text`` with marker-like ``[n]`` removed and whitespace collapsed: the form in which quotes are compared.
 
-    Removal repeats until nothing marker-like is left, so ``x[3[4]]`` cannot leave a fresh ``[3]`` behind.
+    Removal repeats until nothing marker-like is left, so ``x[3[4]]`` cannot leave a fresh ``[3]`` behind; nested
+    markers are removed in one pass over the text (``_without_nested_markers``), so the time stays linear.
     """
-    removed = 1
-    while removed:
-        text, removed = _MARKER_LIKE.subn("", text)
+    text = _MARKER_LIKE.sub("", text)
+    if _MARKER_LIKE.search(text):
+        text = _without_nested_markers(text)
     return _SPACE.sub(" ", text).strip()
+
+
+def _without_nested_markers(text: str) -> str:
+    """What removing marker-like ``[n]`` again and again leaves, computed with a stack of pieces (brackets and the
+    text between them): a ``]`` closing ``[`` plus digits drops them and the whitespace before them, which may
+    complete an outer marker. Each piece is pushed and popped at most once."""
+    kept: list[str] = []
+    for piece in _BRACKET.split(text):
+        if not piece:
+            continue
+        if piece == "]":
+            start = len(kept) - 1
+            while start >= 0 and kept[start] not in ("[", "]") and kept[start].isdecimal():
+                start -= 1
+            if 0 <= start < len(kept) - 1 and kept[start] == "[":
+                del kept[start:]
+                while kept and kept[-1] not in ("[", "]"):
+                    stripped = kept[-1].rstrip()
+                    if stripped:
+                        kept[-1] = stripped
+                        break
+                    kept.pop()
+                continue
+        kept.append(piece)
+    return "".join(kept)
 
 
 def is_quoted(piece: str, text: str) -> bool:
@@ -70,10 +99,14 @@ def quotable_sentences(query: str, texts: Sequence[str]) -> list[QuotableSentenc
     return sorted(scored, key=lambda sentence: (-sentence.score, sentence.source, sentence.index))
 
 
-def check_quoted_answer(answer: str, sources: Sequence[Document], who: str) -> None:
+def check_quoted_answer(
+    answer: str, sources: Sequence[Document], who: str, check_time: Callable[[], None] | None = None
+) -> None:
     """An answer without markers: every sentence must be quoted from one of ``sources``; an empty answer always is.
 
-    Raises ``GroundingError`` naming ``who`` and the first sentence found in none of the sources.
+    Raises ``GroundingError`` naming ``who`` and the first sentence found in none of the sources. Each source is put
+    in quote form once; ``check_time`` (if given) is called before each sentence, so a caller's deadline can stop a
+    long check.
     """
     if not answer.strip():
         return
@@ -82,8 +115,12 @@ def check_quoted_answer(answer: str, sources: Sequence[Document], who: str) -> N
             f"{who} answered {short_repr(answer)} but returned no document: "
             "expected an empty answer when no document is returned"
         )
+    quoted_sources = [quote_form(source.text) for source in sources]
     for sentence in split_sentences(answer):
-        if not any(is_quoted(sentence, source.text) for source in sources):
+        if check_time is not None:
+            check_time()
+        quoted = quote_form(sentence)
+        if not quoted or not any(quoted in source for source in quoted_sources):
             raise GroundingError(
                 f"{who} answered with {short_repr(sentence)}, which is in none of the {len(sources)} returned "
                 "documents: expected an answer quoted from the returned documents"
@@ -127,19 +164,28 @@ def _check_marked_claims(pieces: list[str], citations: list[str], by_id: Mapping
     """Check each sentence before a marker against the passage it cites; markers in a row (``[1][2]``) all cite
     the text before the first of them. Returns the markers used."""
     marked: set[int] = set()
-    claim = ""
-    for piece, number in zip(pieces[0::2], pieces[1::2]):
-        claim = piece if quote_form(piece) else claim
-        marker = int(number)
+    quoted_sources: dict[str, str] = {}
+    checked: set[tuple[int, str]] = set()
+    claim_at = 0
+    for at, (piece, number) in enumerate(zip(pieces[0::2], pieces[1::2])):
+        claim_at = at if quote_form(piece) else claim_at
+        marker = int(number) if len(number) <= len(str(len(citations))) else 0  # no int() of a 5,000-digit marker
         if not 1 <= marker <= len(citations):
-            raise GroundingError(f"{who} used marker [{marker}] with {len(citations)} citation(s)")
+            shown = number if len(number) <= 12 else number[:12] + "..."
+            raise GroundingError(f"{who} used marker [{shown}] with {len(citations)} citation(s)")
         source = by_id[citations[marker - 1]]
-        sentences = split_sentences(claim) or [claim]
-        for sentence in sentences:
-            if not is_quoted(sentence, source.text):
+        if (claim_at, source.doc_id) in checked:  # markers in a row citing one passage twice: checked once
+            marked.add(marker)
+            continue
+        if source.doc_id not in quoted_sources:
+            quoted_sources[source.doc_id] = quote_form(source.text)
+        claim = pieces[2 * claim_at]
+        for sentence in split_sentences(claim) or [claim]:
+            quoted = quote_form(sentence)
+            if not quoted or quoted not in quoted_sources[source.doc_id]:
                 raise GroundingError(
-                    f"{who} attributed {short_repr(quote_form(sentence))} to {source.doc_id!r}, "
-                    "whose text does not contain it"
+                    f"{who} attributed {short_repr(quoted)} to {source.doc_id!r}, whose text does not contain it"
                 )
+        checked.add((claim_at, source.doc_id))
         marked.add(marker)
     return marked

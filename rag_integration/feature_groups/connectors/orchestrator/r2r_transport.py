@@ -1,6 +1,6 @@
 """How the R2R backend reaches its answers: a JSON POST to a live server (stdlib only), or a recorded fixture file.
 
-Every failure becomes a typed error: a server that has not answered in full by the request's deadline
+Every failure becomes a typed error: a server that has not answered in full by the query's ``Deadline``
 ``DeadlineExceededError``, anything else from the server ``RemoteServiceError``, an unreadable fixture
 ``InvalidOptionError`` on ``r2r_fixture``.
 """
@@ -14,6 +14,7 @@ import socket
 import time
 import urllib.parse
 from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,36 @@ FIXTURE_SHAPE = 'a JSON file {"exchanges": [{"request": {"query": str}, "respons
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 """Largest response body read from a server; a 1000-chunk R2R answer is a few MB, so more is refused."""
 READ_CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """One query's ``r2r_timeout``: connecting, sending, reading the response, parsing it and grounding the answer
+    all count against it, so nothing a server sends can keep the request running past it."""
+
+    seconds: float
+    at: float
+    query: str
+
+    @classmethod
+    def start(cls, seconds: float, query: str) -> Deadline:
+        return cls(seconds, time.monotonic() + seconds, query)
+
+    def remaining(self) -> float:
+        return self.at - time.monotonic()
+
+    def check(self) -> None:
+        """Raise ``DeadlineExceededError`` once the time is up; called between steps of the work after the read."""
+        if self.remaining() <= 0:
+            raise self.exceeded()
+
+    def exceeded(self) -> DeadlineExceededError:
+        return DeadlineExceededError(
+            f"option 'r2r_timeout' ({self.seconds} s) ran out before the R2R answer to {short_repr(self.query)} had "
+            "been received and checked (the limit covers connecting, sending, reading the whole response, parsing "
+            "it and grounding the answer in the corpus): expected a server that answers in time, or a larger "
+            "r2r_timeout"
+        )
 
 
 class _DeadlineReader(io.RawIOBase):
@@ -63,27 +94,26 @@ def _response_class(deadline: float) -> type[http.client.HTTPResponse]:
     return DeadlineResponse
 
 
-def post_json(url: str, body: Mapping[str, Any], timeout: float) -> Any:
-    """POST ``body`` as JSON to ``url`` and return the decoded JSON answer, all within ``timeout`` seconds.
+def post_json(url: str, body: Mapping[str, Any], deadline: Deadline) -> Any:
+    """POST ``body`` as JSON to ``url`` and return the decoded JSON answer, all before ``deadline``.
 
     The connection is direct (no proxy) and a redirect is an error, so the query goes only where ``url`` says.
     """
-    deadline = time.monotonic() + timeout
     parts = urllib.parse.urlsplit(url)
     connection_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    connection = connection_class(parts.hostname or "", parts.port, timeout=timeout)
-    connection.response_class = _response_class(deadline)
+    connection = connection_class(parts.hostname or "", parts.port, timeout=max(deadline.remaining(), 1e-3))
+    connection.response_class = _response_class(deadline.at)
     data = json.dumps(body).encode("utf-8")
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     try:
         try:
             connection.connect()
         except TimeoutError as error:
-            raise _late(url, timeout) from error
+            raise deadline.exceeded() from error
         except OSError as error:
             raise RemoteServiceError("r2r_base_url", url, f"could not be reached ({error})") from error
         try:
-            remaining = deadline - time.monotonic()
+            remaining = deadline.remaining()
             if remaining <= 0:
                 raise TimeoutError("connecting used up the request's time")
             connection.sock.settimeout(remaining)
@@ -91,7 +121,7 @@ def post_json(url: str, body: Mapping[str, Any], timeout: float) -> Any:
             response = connection.getresponse()
             raw = _read_body(response, url)
         except TimeoutError as error:
-            raise _late(url, timeout) from error
+            raise deadline.exceeded() from error
         except (OSError, http.client.HTTPException) as error:
             raise RemoteServiceError("r2r_base_url", url, f"broke off its answer ({error!r})") from error
     finally:
@@ -100,6 +130,7 @@ def post_json(url: str, body: Mapping[str, Any], timeout: float) -> Any:
         detail = raw[:300].decode("utf-8", "replace")
         problem = f"answered HTTP {response.status} {short_repr(detail)}"
         raise RemoteServiceError("r2r_base_url", url, problem, status=response.status)
+    deadline.check()
     try:
         return json.loads(raw)
     except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than the parser can follow
@@ -120,14 +151,6 @@ def _read_body(response: http.client.HTTPResponse, url: str) -> bytes:
             raise RemoteServiceError("r2r_base_url", url, too_large, status=response.status)
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-def _late(url: str, timeout: float) -> DeadlineExceededError:
-    return DeadlineExceededError(
-        f"option 'r2r_timeout' ({timeout} s) ran out before the R2R server at {short_repr(url)} had answered in "
-        "full (the limit covers connecting, sending and reading the whole response): expected a server that "
-        "answers in time, or a larger r2r_timeout"
-    )
 
 
 def load_fixture(path: Path | None) -> dict[str, Any]:
