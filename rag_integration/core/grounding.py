@@ -26,7 +26,6 @@ _MARKER_LIKE = re.compile(r"(?<!\s)\s*+\[\d++\]")
 """A marker-like ``[n]`` with the whitespace before it; a match starts only where a whitespace run starts, so a long
 run not followed by a marker is scanned once, not once per position (the same matches as without that condition)."""
 _BRACKET = re.compile(r"([\[\]])")
-_SPACE = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
@@ -45,10 +44,11 @@ def quote_form(text: str) -> str:
     Removal repeats until nothing marker-like is left, so ``x[3[4]]`` cannot leave a fresh ``[3]`` behind; nested
     markers are removed in one pass over the text (``_without_nested_markers``), so the time stays linear.
     """
-    text = _MARKER_LIKE.sub("", text)
-    if _MARKER_LIKE.search(text):
-        text = _without_nested_markers(text)
-    return _SPACE.sub(" ", text).strip()
+    if "[" in text:
+        text = _MARKER_LIKE.sub("", text)
+        if _MARKER_LIKE.search(text):
+            text = _without_nested_markers(text)
+    return " ".join(text.split())
 
 
 def _without_nested_markers(text: str) -> str:
