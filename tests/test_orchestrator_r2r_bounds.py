@@ -70,7 +70,13 @@ def hit(doc_id: str, text: str, score: float) -> dict[str, Any]:
 
 def ask(server: BodyServer, query: str, body: bytes, corpus: list[dict[str, str]], **options: Any) -> list[Any]:
     server.bodies[query] = body
-    options = {"orchestrator_backend": "r2r", "r2r_base_url": server.url, "query_text": query, "corpus": corpus, **options}
+    options = {
+        "orchestrator_backend": "r2r",
+        "r2r_base_url": server.url,
+        "query_text": query,
+        "corpus": corpus,
+        **options,
+    }
     return run_feature("orchestrated_answer", options, {R2RFixtureOrchestrator})
 
 
@@ -120,7 +126,7 @@ def test_the_deadline_covers_grounding(server: BodyServer, monkeypatch: pytest.M
     monkeypatch.setattr(orchestrator_base, "quote_form", slow_quote_form)
     corpus = [{"doc_id": f"d{number}", "text": f"Fact {number}. More {number}."} for number in range(40)]
     body = rag_body("", [hit(f"d{number}", f"More {number}.", 1.0) for number in range(40)])
-    with pytest.raises(DeadlineExceededError, match="r2r_timeout.*grounding"):
+    with pytest.raises(DeadlineExceededError, match=r"r2r_timeout.*grounding"):
         ask(server, "slow grounding", body, corpus, r2r_timeout=0.5)
 
 
@@ -129,5 +135,5 @@ def test_long_whitespace_runs_and_nested_markers_stay_linear(server: BodyServer)
     text = "Oil " + " " * 1_000_000 + "wears out." + " x" + "[1" * 20_000 + "]" * 20_000 + " done."
     corpus = [{"doc_id": "a", "text": text}]
     answer = "Oil " + " " * 30_000 + "wears out."
-    [row] = ask(server, "spaces", rag_body(answer, [hit("a", text[: 1_000_016], 1.0)]), corpus)
+    [row] = ask(server, "spaces", rag_body(answer, [hit("a", text[:1_000_016], 1.0)]), corpus)
     assert row["answer"] == answer and [passage["doc_id"] for passage in row["documents"]] == ["a"]
