@@ -118,7 +118,9 @@ def int_text(value: int, option: str, expected: str) -> str:
     try:
         return str(value)
     except ValueError:
-        raise InvalidOptionError(option, value, f"{expected} of at most {sys.get_int_max_str_digits()} digits") from None
+        raise InvalidOptionError(
+            option, value, f"{expected} of at most {sys.get_int_max_str_digits()} digits"
+        ) from None
 
 
 def corpus_fingerprint(documents: Iterable[Document]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import reprlib
 from typing import Any
 
+
 class _ShortRepr(reprlib.Repr):
     """``reprlib`` with one more cut: an int too long to print whole is named by its size, since ``repr`` of a
     5,000-digit int raises ``ValueError`` (Python's int/str conversion limit) instead of describing it."""
