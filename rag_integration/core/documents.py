@@ -205,7 +205,8 @@ class Corpus(Sequence[Document]):
     __slots__ = ("_documents", "_fingerprint")
 
     def __init__(self, documents: Iterable[Any], option: str = "corpus") -> None:
-        raw = documents if isinstance(documents, Sequence) else list(documents)
+        iterable = isinstance(documents, Iterable) and not isinstance(documents, (Sequence, Mapping))
+        raw = list(documents) if iterable else documents  # anything else is refused by read_documents, typed
         self._documents: tuple[Document, ...] = tuple(read_documents(raw, option))
         self._fingerprint: str | None = None
 

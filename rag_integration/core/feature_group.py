@@ -180,16 +180,19 @@ UNWRITABLE_EXPECTED = (
 
 
 def _set_aside_unwritable(options: Options) -> None:
-    """Swap each context value ``repr`` cannot write for an ``UnwritableOption`` (matchers may write ``context``)."""
-    for key, value in list(options.context.items()):
-        if isinstance(value, (int, list, tuple, dict, set, frozenset)) and not isinstance(value, bool):
-            try:
-                repr(value)
-            except (ValueError, RecursionError):
-                options.context[key] = UnwritableOption(value)
+    """Swap each option value ``repr`` cannot write for an ``UnwritableOption``. The request is refused when it is
+    answered, so swapping a ``group`` value (the request's identity) cannot make it answer something else."""
+    for part in (options.context, options.group):
+        for key, value in list(part.items()):
+            if isinstance(value, (int, list, tuple, dict, set, frozenset)) and not isinstance(value, bool):
+                try:
+                    repr(value)
+                except (ValueError, RecursionError):
+                    part[key] = UnwritableOption(value)
 
 
 def _refuse_unwritable(options: Options) -> None:
-    for key, value in options.context.items():
-        if isinstance(value, UnwritableOption):
-            raise InvalidOptionError(key, value, UNWRITABLE_EXPECTED)
+    for part in (options.group, options.context):
+        for key, value in part.items():
+            if isinstance(value, UnwritableOption):
+                raise InvalidOptionError(key, value, UNWRITABLE_EXPECTED)
