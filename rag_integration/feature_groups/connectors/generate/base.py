@@ -36,6 +36,8 @@ class BaseGenerateConnector(SelectorFeatureGroup):
     FEATURE_NAME: ClassVar[str] = "generated_answer"
     SELECTOR: ClassVar[str] = "generate_backend"
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"passages_source": "passages"}
+    CORPUS_OPTIONS: ClassVar[tuple[str, ...]] = ("passages",)
+    """Read as a ``Corpus`` once matched, so mloda's planning copies a fingerprint, not every passage's text."""
 
     @classmethod
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
