@@ -1,6 +1,6 @@
 """Hypothesis fuzz: whatever options and documents a caller sends, every error is a typed ``ConnectorError``.
 
-Each family's backends get option dicts that mix a valid request with hostile values (wrong types, huge ints,
+Each family's backends (and the stage pipeline's chunkers and dedup) get option dicts that mix a valid request with hostile values (wrong types, huge ints,
 NaN and infinities, empty and long strings, nested structures, None) and document lists with missing text, odd
 doc_ids and weird metadata, run through ``mlodaAPI.run_all`` on PythonDict, as context or as group options
 (``FUZZ_EXAMPLES`` sets the examples per backend; 25 keeps the suite fast). A request may succeed or fail; a
@@ -37,6 +37,7 @@ from rag_integration.feature_groups.connectors.retrieve import (
     TfidfRetriever,
 )
 from rag_integration.feature_groups.connectors.structured import AggregateSql, RuleBasedSql
+from rag_integration.feature_groups.rag_pipeline import STAGES
 from rag_integration.testing.runner import run_feature
 
 HUGE = 10**5000
@@ -129,7 +130,21 @@ RETRIEVE = Family(
     ("corpus",),
 )
 DENSE = ("embedding_model", "faiss_index", "hnsw_m", "hnsw_ef_search", "ivf_nlist", "ivf_nprobe")
-FAMILIES: dict[str, tuple[Family, type[FeatureGroup], Mapping[str, Any]]] = {
+CHUNKED = Family(
+    "docs__chunked__deduped",
+    {"document_source": "inline", "documents": CORPUS},
+    ("documents", "sentences_per_chunk", "sentence_overlap", "chunk_size", "chunk_overlap", "chunk_unit"),
+    ("documents",),
+)
+PIPELINE: set[type[FeatureGroup]] = set(STAGES)
+FAMILIES: dict[str, tuple[Family, type[FeatureGroup] | set[type[FeatureGroup]], Mapping[str, Any]]] = {
+    "sentence chunker": (CHUNKED, PIPELINE, {"chunker": "sentence", "dedup": "exact"}),
+    "fixed chunker": (CHUNKED, PIPELINE, {"chunker": "fixed", "dedup": "normalized"}),
+    "paragraph chunker": (
+        Family(CHUNKED.feature, CHUNKED.base, ("documents", "paragraphs_per_chunk"), CHUNKED.document_options),
+        PIPELINE,
+        {"chunker": "paragraph", "dedup": "exact"},
+    ),
     "bm25s": (RETRIEVE, Bm25sRetriever, {"retrieve_backend": "bm25s"}),
     "tfidf": (
         Family(
@@ -261,7 +276,8 @@ def request_options(draw: Any, family: Family, selector: Mapping[str, Any]) -> d
 
 @pytest.mark.parametrize("backend", sorted(FAMILIES))
 def test_every_error_is_typed(backend: str) -> None:
-    family, feature_group, selector = FAMILIES[backend]
+    family, feature_groups, selector = FAMILIES[backend]
+    groups = feature_groups if isinstance(feature_groups, set) else {feature_groups}
 
     # quiet: hypothesis's own report would write the example with repr, which fails on HUGE; the assertion
     # message carries it cut short instead
@@ -275,7 +291,7 @@ def test_every_error_is_typed(backend: str) -> None:
     @given(options=request_options(family, selector), in_group=st.booleans())
     def run(options: dict[str, Any], in_group: bool) -> None:
         try:
-            run_feature(family.feature, options, {feature_group}, in_group=in_group)
+            run_feature(family.feature, options, groups, in_group=in_group)
         except ConnectorError:
             pass
         except Exception as error:
