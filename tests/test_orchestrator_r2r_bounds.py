@@ -8,14 +8,18 @@ stop; each query names the body to send.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rag_integration.core.errors import DeadlineExceededError, RemoteServiceError
+from rag_integration.core.grounding import quote_form
 from rag_integration.feature_groups.connectors.orchestrator import R2RFixtureOrchestrator
 from rag_integration.feature_groups.connectors.orchestrator import base as orchestrator_base
 from rag_integration.feature_groups.connectors.orchestrator.r2r_orchestrator import MAX_ANSWER_CHARS, MAX_HITS
@@ -137,3 +141,18 @@ def test_long_whitespace_runs_and_nested_markers_stay_linear(server: BodyServer)
     answer = "Oil " + " " * 30_000 + "wears out."
     [row] = ask(server, "spaces", rag_body(answer, [hit("a", text[:1_000_016], 1.0)]), corpus)
     assert row["answer"] == answer and [passage["doc_id"] for passage in row["documents"]] == ["a"]
+
+
+def repeated_marker_removal(text: str) -> str:
+    """The definition ``quote_form`` follows: remove marker-like ``[n]`` (and the whitespace before it) until none
+    is left, then collapse whitespace; quadratic on nested brackets, so only for short texts."""
+    removed = 1
+    while removed:
+        text, removed = re.subn(r"\s*\[\d+\]", "", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=" [[]]12a\n\u00a0\u0663\x1c\u2028", max_size=16))
+def test_quote_form_removes_nested_markers_in_one_pass_as_defined(text: str) -> None:
+    assert quote_form(text) == repeated_marker_removal(text)
