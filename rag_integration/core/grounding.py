@@ -26,6 +26,8 @@ _MARKER_LIKE = re.compile(r"(?<!\s)\s*+\[\d++\]")
 """A marker-like ``[n]`` with the whitespace before it; a match starts only where a whitespace run starts, so a long
 run not followed by a marker is scanned once, not once per position (the same matches as without that condition)."""
 _BRACKET = re.compile(r"([\[\]])")
+_ASCII_SPACE_RUNS = ("  ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")
+"""In ASCII text, whitespace other than single spaces: without any of these, collapsing whitespace changes nothing."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ def quote_form(text: str) -> str:
         text = _MARKER_LIKE.sub("", text)
         if _MARKER_LIKE.search(text):
             text = _without_nested_markers(text)
+    if text.isascii() and not any(space in text for space in _ASCII_SPACE_RUNS):
+        return text.strip()  # already one space between words: skip splitting a long passage into words
     return " ".join(text.split())
 
 
