@@ -156,3 +156,5 @@ def repeated_marker_removal(text: str) -> str:
 @given(st.text(alphabet=" [[]]12a\n\u00a0\u0663\x1c\u2028", max_size=16))
 def test_quote_form_removes_nested_markers_in_one_pass_as_defined(text: str) -> None:
     assert quote_form(text) == repeated_marker_removal(text)
+    long_text = (text + " word") * 400  # past the length where ASCII text with single spaces is not split
+    assert quote_form(long_text) == repeated_marker_removal(long_text)

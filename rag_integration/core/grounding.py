@@ -50,7 +50,7 @@ def quote_form(text: str) -> str:
         text = _MARKER_LIKE.sub("", text)
         if _MARKER_LIKE.search(text):
             text = _without_nested_markers(text)
-    if text.isascii() and not any(space in text for space in _ASCII_SPACE_RUNS):
+    if len(text) > 4096 and text.isascii() and not any(space in text for space in _ASCII_SPACE_RUNS):
         return text.strip()  # already one space between words: skip splitting a long passage into words
     return " ".join(text.split())
 
