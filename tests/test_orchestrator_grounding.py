@@ -13,6 +13,7 @@ from rag_integration.core.documents import Document, read_documents
 from rag_integration.core.errors import GroundingError, RankingContractError
 from rag_integration.core.grounding import check_cited_answer, check_quoted_answer, is_clause_quote
 from rag_integration.feature_groups.connectors.orchestrator import (
+    BaseOrchestratorConnector,
     EngineAnswer,
     EngineHit,
     OrchestratorRequest,
@@ -87,6 +88,8 @@ def test_a_backend_must_answer_every_query(monkeypatch: pytest.MonkeyPatch) -> N
         return [EngineAnswer("", ())]
 
     monkeypatch.setattr(R2RFixtureOrchestrator, "orchestrate", classmethod(one_answer_only))
+    # r2r asks one query at a time under its deadline; the base's count check applies to every batch answer
+    monkeypatch.setattr(R2RFixtureOrchestrator, "timed_answers", vars(BaseOrchestratorConnector)["timed_answers"])
     options = {"orchestrator_backend": "r2r", "query_text": ["a", "b"], "corpus": [{"text": "x"}]}
     with pytest.raises(RankingContractError, match="answered 1 of 2 queries"):
         run_feature("orchestrated_answer", options, {R2RFixtureOrchestrator})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -102,13 +103,24 @@ def read_document(item: Any, option: str, position: int) -> Document:
     if type(raw_id) is str:
         doc_id = raw_id
     elif isinstance(raw_id, int) and not isinstance(raw_id, bool):
-        doc_id = str(raw_id)
+        doc_id = int_text(raw_id, f"{option}[{position}].doc_id", "a str or an int")
     else:
         raise InvalidOptionError(f"{option}[{position}].doc_id", raw_id, "a str or int")
     if len(item) == 2 and "doc_id" in item:
         return Document(doc_id, text)
     metadata = {key: value for key, value in item.items() if key != "doc_id" and key != "text"}
     return Document(doc_id, text, MappingProxyType(metadata))
+
+
+def int_text(value: int, option: str, expected: str) -> str:
+    """``str(value)``, or ``InvalidOptionError`` for an int past Python's int/str conversion limit (4,300 digits),
+    where ``str`` raises a bare ``ValueError``."""
+    try:
+        return str(value)
+    except ValueError:
+        raise InvalidOptionError(
+            option, value, f"{expected} of at most {sys.get_int_max_str_digits()} digits"
+        ) from None
 
 
 def corpus_fingerprint(documents: Iterable[Document]) -> str:
@@ -193,7 +205,8 @@ class Corpus(Sequence[Document]):
     __slots__ = ("_documents", "_fingerprint")
 
     def __init__(self, documents: Iterable[Any], option: str = "corpus") -> None:
-        raw = documents if isinstance(documents, Sequence) else list(documents)
+        iterable = isinstance(documents, Iterable) and not isinstance(documents, (Sequence, Mapping))
+        raw = list(documents) if iterable else documents  # anything else is refused by read_documents, typed
         self._documents: tuple[Document, ...] = tuple(read_documents(raw, option))
         self._fingerprint: str | None = None
 

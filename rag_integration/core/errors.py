@@ -10,7 +10,18 @@ import reprlib
 from collections.abc import Sequence
 from typing import Any
 
-_SHORT_REPR = reprlib.Repr()
+
+class _ShortRepr(reprlib.Repr):
+    """``reprlib`` with one more cut: an int too long to print whole is named by its size, since ``repr`` of a
+    5,000-digit int raises ``ValueError`` (Python's int/str conversion limit) instead of describing it."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 192:  # more than 57 digits: longer than the cut anyway
+            return f"<int of about {int(x.bit_length() * 0.30103) + 1} digits>"
+        return super().repr_int(x, level)
+
+
+_SHORT_REPR = _ShortRepr()
 _SHORT_REPR.maxstring = 60
 _SHORT_REPR.maxother = 60
 _SHORT_REPR.maxlist = 4

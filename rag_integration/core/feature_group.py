@@ -11,7 +11,7 @@ from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 from rag_integration.core.deadline import DEADLINE_OPTION, Deadline, check_deadline, deadline_scope
 from rag_integration.core.declarations import check_request_options, check_selector
 from rag_integration.core.documents import Corpus
-from rag_integration.core.errors import ConnectorError, InvalidOptionError
+from rag_integration.core.errors import ConnectorError, InvalidOptionError, short_repr
 from rag_integration.core.extras import modules_installed
 from rag_integration.core.frames import FrameAdapter, adapter_for, framework_classes
 from rag_integration.core.options import OptionReader
@@ -84,6 +84,7 @@ class SelectorFeatureGroup(FeatureGroup):
             return False
         check_request_options(options, cls.loaded_backends())
         _compact_corpora(options, cls.CORPUS_OPTIONS)
+        _set_aside_unwritable(options)
         return True
 
     def input_features(self, options: Options, feature_name: FeatureName) -> set[Feature] | None:
@@ -119,6 +120,7 @@ class SelectorFeatureGroup(FeatureGroup):
     @classmethod
     def calculate_feature(cls, data: Any, features: FeatureSet) -> Any:
         options = _single_request_options(features, cls.FEATURE_NAME)
+        _refuse_unwritable(options)
         reader = OptionReader(options, owner=f"{cls.__name__} ({cls.FEATURE_NAME})")
         adapter = adapter_for(next(iter(features.features)).get_compute_framework().get_class_name())
         with deadline_scope(Deadline.read(reader)):
@@ -194,3 +196,42 @@ def _compact_corpora(options: Options, keys: tuple[str, ...]) -> None:
                 options.context[key] = Corpus(value, key)
             except ConnectorError:
                 continue
+
+
+class UnwritableOption:
+    """Stands in for an option value that ``repr`` cannot write: an int past Python's int/str conversion limit
+    (4,300 digits) or nesting past the recursion limit. mloda writes every option with ``repr`` while planning, where
+    such a value raises a bare ``ValueError``; set aside, the request is planned and then refused with a typed error."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value: Any) -> None:
+        self.text = short_repr(value)
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+UNWRITABLE_EXPECTED = (
+    "a value Python can write out: ints of at most 4,300 digits, nesting within the recursion limit "
+    "(mloda writes every option while planning)"
+)
+
+
+def _set_aside_unwritable(options: Options) -> None:
+    """Swap each option value ``repr`` cannot write for an ``UnwritableOption``. The request is refused when it is
+    answered, so swapping a ``group`` value (the request's identity) cannot make it answer something else."""
+    for part in (options.context, options.group):
+        for key, value in list(part.items()):
+            if isinstance(value, (int, list, tuple, dict, set, frozenset)) and not isinstance(value, bool):
+                try:
+                    repr(value)
+                except (ValueError, RecursionError):
+                    part[key] = UnwritableOption(value)
+
+
+def _refuse_unwritable(options: Options) -> None:
+    for part in (options.group, options.context):
+        for key, value in part.items():
+            if isinstance(value, UnwritableOption):
+                raise InvalidOptionError(key, value, UNWRITABLE_EXPECTED)

@@ -68,9 +68,10 @@ def json_text(value: Any, where: str) -> str:
     int key into a str, no NaN or date slips through)."""
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as error:
+        same = _same_json(json.loads(text), value)
+    except (TypeError, ValueError, RecursionError) as error:  # RecursionError: nested past the interpreter's depth
         raise InvalidOptionError(where, value, _JSON_EXPECTED) from error
-    if not _same_json(json.loads(text), value):
+    if not same:
         raise InvalidOptionError(where, value, _JSON_EXPECTED)
     return text
 

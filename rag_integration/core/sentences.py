@@ -57,10 +57,9 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 
 def _add_stripped(spans: list[tuple[int, int]], text: str, start: int, end: int) -> None:
     piece = text[start:end]
-    if piece.strip():
-        leading = len(piece) - len(piece.lstrip())
-        trailing = len(piece) - len(piece.rstrip())
-        spans.append((start + leading, end - trailing))
+    stripped = piece.lstrip()
+    if stripped:
+        spans.append((end - len(stripped), end - (len(stripped) - len(stripped.rstrip()))))
 
 
 def _ends_sentence(text: str, dot: int, end: int) -> bool:
@@ -72,11 +71,12 @@ def _ends_sentence(text: str, dot: int, end: int) -> bool:
     window = text[max(0, dot - WORD_WINDOW) : dot]
     if not window or window[-1].isspace():
         return True
-    word = window.split()[-1].lstrip("\"'\u201c\u2018\u00ab([")
+    word = window.rsplit(None, 1)[-1].lstrip("\"'\u201c\u2018\u00ab([")
     if text[dot:end].startswith(".."):
         return True
-    if word.lower() in ABBREVIATIONS or _DOTTED.match(word):
+    lowered = word.lower()
+    if lowered in ABBREVIATIONS or ("." in word and _DOTTED.match(word)):
         return False
-    if word.lower() in NUMBER_ABBREVIATIONS and following.isdigit():
+    if lowered in NUMBER_ABBREVIATIONS and following.isdigit():
         return False
     return not (len(word) == 1 and word.isalpha() and word.isupper())

@@ -24,6 +24,11 @@ from rag_integration.core.passages import Hits
 FAISS_INDEX_TYPES = ("flat", "hnsw", "ivf")
 FAISS_VECTORS_FILE = "vectors.npy"
 """A persisted FAISS index is its vectors; the index is rebuilt from them, so no FAISS file is ever parsed."""
+MAX_SEARCH_BREADTH = 1_000_000
+"""Largest ``hnsw_ef_search``, ``ivf_nlist`` and ``ivf_nprobe``: FAISS keeps them in C ints, and a breadth beyond a
+million candidates or cells buys nothing but memory."""
+MAX_SEARCH_THREADS = 1024
+"""Largest ``search_threads``: OpenMP takes a C int, and no machine this runs on has more cores."""
 
 
 @dataclass(frozen=True)
@@ -62,11 +67,11 @@ class FaissSettings:
             FaissIndexSettings(
                 kind=reader.choice("faiss_index", FAISS_INDEX_TYPES, default="flat"),
                 hnsw_m=reader.integer("hnsw_m", default=32, minimum=4, maximum=256),
-                ivf_nlist=reader.integer("ivf_nlist", default=0, minimum=0),
+                ivf_nlist=reader.integer("ivf_nlist", default=0, minimum=0, maximum=MAX_SEARCH_BREADTH),
             ),
             FaissSearchSettings(
-                hnsw_ef_search=reader.integer("hnsw_ef_search", default=128, minimum=1),
-                ivf_nprobe=reader.integer("ivf_nprobe", default=8, minimum=1),
+                hnsw_ef_search=reader.integer("hnsw_ef_search", default=128, minimum=1, maximum=MAX_SEARCH_BREADTH),
+                ivf_nprobe=reader.integer("ivf_nprobe", default=8, minimum=1, maximum=MAX_SEARCH_BREADTH),
                 threads=read_search_threads(reader),
             ),
         )
@@ -92,7 +97,7 @@ class FaissSettings:
 
 def read_search_threads(reader: OptionReader) -> int:
     """``search_threads`` (int >= 1, default 1): one thread is deterministic and starts no worker pool."""
-    threads: int = reader.integer("search_threads", default=1, minimum=1)
+    threads: int = reader.integer("search_threads", default=1, minimum=1, maximum=MAX_SEARCH_THREADS)
     return threads
 
 

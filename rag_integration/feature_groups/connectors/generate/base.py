@@ -45,6 +45,8 @@ class BaseGenerateConnector(SelectorFeatureGroup):
     SELECTOR: ClassVar[str] = "generate_backend"
     OPTIONS: ClassVar[tuple[str, ...]] = ("query_text", "queries_source", "filters")
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"passages_source": "passages"}
+    CORPUS_OPTIONS: ClassVar[tuple[str, ...]] = ("passages",)
+    """Read as a ``Corpus`` once matched, so mloda's planning copies a fingerprint, not every passage's text."""
 
     @classmethod
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:

@@ -8,7 +8,7 @@ checks the answer text is quoted from the documents it returns (``core.grounding
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -20,7 +20,7 @@ from rag_integration.core.errors import (
     short_repr,
 )
 from rag_integration.core.feature_group import SelectorFeatureGroup
-from rag_integration.core.grounding import check_quoted_answer, is_quoted
+from rag_integration.core.grounding import check_quoted_answer, quote_form
 from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import rank_hits
@@ -93,22 +93,39 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
         """One grounded row per query; an empty corpus has nothing to ground in, so the engine is not asked."""
         if not request.documents:
             return [{"answer": "", "documents": []} for _ in request.queries]
+        position_of = {document.doc_id: position for position, document in enumerate(request.documents)}
+        quoted: dict[int, str] = {}
+        rows = []
+        for position, (answer, check_time) in enumerate(cls.timed_answers(request, settings)):
+            check_deadline(f"before answer {position + 1} of {len(request.queries)} was grounded")
+            rows.append(
+                ground_answer(
+                    answer,
+                    request.documents,
+                    position_of,
+                    request.top_k,
+                    str(cls.BACKEND),
+                    request.excluded_ids,
+                    quoted=quoted,
+                    check_time=check_time,
+                )
+            )
+        return rows
+
+    @classmethod
+    def timed_answers(
+        cls, request: OrchestratorRequest, settings: Mapping[str, Any]
+    ) -> Iterator[tuple[EngineAnswer, Callable[[], None] | None]]:
+        """The engine's answers in query order, each with the check its grounding calls between steps (none here);
+        a backend with a time limit yields one answer at a time, so its limit also covers that answer's grounding."""
         check_deadline(f"before {cls.__name__} was asked")
         answers = cls.orchestrate(request, settings)
         if len(answers) != len(request.queries):
             raise RankingContractError(
                 f"backend '{cls.BACKEND}' answered {len(answers)} of {len(request.queries)} queries: expected one each"
             )
-        position_of = {document.doc_id: position for position, document in enumerate(request.documents)}
-        rows = []
-        for position, answer in enumerate(answers):
-            check_deadline(f"before answer {position + 1} of {len(answers)} was grounded")
-            rows.append(
-                ground_answer(
-                    answer, request.documents, position_of, request.top_k, str(cls.BACKEND), request.excluded_ids
-                )
-            )
-        return rows
+        for answer in answers:
+            yield answer, None
 
     @classmethod
     def cached_engine(cls, documents: Sequence[Document], settings: Mapping[str, Any]) -> Any:
@@ -138,13 +155,24 @@ def ground_answer(
     top_k: int,
     backend: str,
     excluded_ids: frozenset[str] = frozenset(),
+    *,
+    quoted: dict[int, str] | None = None,
+    check_time: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Check every hit against the corpus (``position_of`` maps doc_id to position in ``documents``), keep each
     document once, rank and cut by the shared rule (ties by doc_id), and check the answer is quoted from the kept
-    documents by the shared grounding rule. Hits on ``excluded_ids`` (filtered out) are dropped, never shown."""
+    documents by the shared grounding rule. Hits on ``excluded_ids`` (filtered out) are dropped, never shown.
+
+    Each document is put in quote form once (kept in ``quoted`` by position, so a batch shares them) and a hit
+    repeating an earlier (document, text) pair is not searched again, so the work stays linear in the engine's answer;
+    ``check_time`` (if given) runs before each hit and each answer sentence, so a deadline can stop it."""
+    quoted = {} if quoted is None else quoted
+    verified: set[tuple[int, str]] = set()
     hits = []
     previous = math.inf
     for number, hit in enumerate(answer.hits, start=1):
+        if check_time is not None:
+            check_time()
         if hit.doc_id in excluded_ids:
             continue
         position = position_of.get(hit.doc_id)
@@ -154,11 +182,16 @@ def ground_answer(
                 "which is not in the corpus: expected only documents of the supplied corpus"
             )
         document = documents[position]
-        if hit.text != document.text and not is_quoted(hit.text, document.text):
-            raise GroundingError(
-                f"backend '{backend}' returned text {short_repr(hit.text)} for doc_id {short_repr(hit.doc_id)}, "
-                "which is not in that document: expected the corpus text of the document or a verbatim part of it"
-            )
+        if hit.text != document.text and (position, hit.text) not in verified:
+            if position not in quoted:
+                quoted[position] = quote_form(document.text)
+            piece = quote_form(hit.text)
+            if not piece or piece not in quoted[position]:
+                raise GroundingError(
+                    f"backend '{backend}' returned text {short_repr(hit.text)} for doc_id {short_repr(hit.doc_id)}, "
+                    "which is not in that document: expected the corpus text of the document or a verbatim part of it"
+                )
+            verified.add((position, hit.text))
         score = float(hit.score)
         if not math.isfinite(score) or score > previous:
             raise RankingContractError(
@@ -168,5 +201,6 @@ def ground_answer(
         previous = score
         hits.append((position, score))
     rows = rank_hits(hits, documents, top_k, positive_only=False)
-    check_quoted_answer(answer.answer, [documents[position_of[row["doc_id"]]] for row in rows], f"backend '{backend}'")
+    sources = [documents[position_of[row["doc_id"]]] for row in rows]
+    check_quoted_answer(answer.answer, sources, f"backend '{backend}'", check_time)
     return {"answer": answer.answer, "documents": rows}

@@ -6,6 +6,9 @@ for exact queries and refuses any other query with ``InvalidOptionError``; ``r2r
 Each query is one ``POST /v3/retrieval/rag``; the response's ``results.generated_answer`` and
 ``results.search_results.chunk_search_results`` become the answer and the engine's hits. A chunk names its corpus
 document through ``metadata[r2r_doc_id_field]`` (set when the corpus was ingested), else through its ``document_id``.
+
+Each query's whole exchange (the HTTP call, parsing and grounding) runs under one ``r2r_timeout`` deadline, and an
+answer with more than ``MAX_HITS`` chunks or a ``generated_answer`` longer than ``MAX_ANSWER_CHARS`` is refused.
 """
 
 from __future__ import annotations
@@ -13,11 +16,10 @@ from __future__ import annotations
 import math
 import re
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rag_integration.core.deadline import within_deadline
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, RemoteServiceError, short_repr
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.connectors.orchestrator.base import (
@@ -26,14 +28,19 @@ from rag_integration.feature_groups.connectors.orchestrator.base import (
     EngineHit,
     OrchestratorRequest,
 )
-from rag_integration.feature_groups.connectors.orchestrator.r2r_transport import load_fixture, post_json
+from rag_integration.feature_groups.connectors.orchestrator.r2r_transport import QueryDeadline, load_fixture, post_json
 
 RAG_PATH = "/v3/retrieval/rag"
 DEFAULT_TIMEOUT = 30.0
 MAX_TIMEOUT = 3600.0  # an hour bounds one RAG call and keeps every socket timeout a finite, representable number
 R2R_MAX_LIMIT = 1000  # R2R refuses a search_settings.limit above this
+MAX_HITS = R2R_MAX_LIMIT
+"""Most chunks one answer may carry: R2R never returns more than its largest limit, so more is a broken answer."""
+MAX_ANSWER_CHARS = 65_536
+"""Longest ``generated_answer`` read: far above what an LLM writes for one query, and it bounds grounding's work."""
 # R2R marks citations as [1] or with a short chunk id such as [e41ac2d]; the markers are not part of the quote.
-CITATION_MARKER = re.compile(r"\s*\[(?:\d{1,3}|[0-9a-f]{7,8})(?:\s*,\s*(?:\d{1,3}|[0-9a-f]{7,8}))*\]")
+# A match starts only where a whitespace run starts, so a long run without a marker after it is scanned once.
+CITATION_MARKER = re.compile(r"(?<!\s)\s*+\[(?:\d{1,3}|[0-9a-f]{7,8})(?:\s*,\s*(?:\d{1,3}|[0-9a-f]{7,8}))*\]")
 
 ShapeError = Callable[[str], ConnectorError]
 
@@ -62,47 +69,69 @@ class R2RFixtureOrchestrator(BaseOrchestratorConnector):
 
     @classmethod
     def orchestrate(cls, request: OrchestratorRequest, settings: Mapping[str, Any]) -> list[EngineAnswer]:
-        if settings["base_url"] is not None:
-            url = settings["base_url"].rstrip("/") + RAG_PATH
-            fail = _server_error(url)
-            limit = min(request.top_k, R2R_MAX_LIMIT)
-            payloads = [_ask_server(url, query, limit, settings["timeout"]) for query in request.queries]
-        else:
-            fail = _fixture_error(settings["fixture"])
-            recorded = load_fixture(settings["fixture"])
-            missing = [query for query in request.queries if query not in recorded]
-            if missing:
-                raise InvalidOptionError(
-                    "query_text",
-                    missing[0],
-                    f"in fixture mode, one of the queries recorded in {_fixture_name(settings['fixture'])} "
-                    f"({short_repr(sorted(recorded))}); fixture mode only replays recorded answers, "
-                    "set r2r_base_url to ask a live R2R server anything",
-                )
-            payloads = [recorded[query] for query in request.queries]
-        return [read_rag_response(payload, settings["doc_id_field"], fail) for payload in payloads]
+        ask = _asker(request, settings)
+        return [ask(query, QueryDeadline.start(settings["timeout"], query)) for query in request.queries]
+
+    @classmethod
+    def timed_answers(
+        cls, request: OrchestratorRequest, settings: Mapping[str, Any]
+    ) -> Iterator[tuple[EngineAnswer, Callable[[], None] | None]]:
+        """One query at a time, so each query's deadline covers its exchange and its grounding."""
+        ask = _asker(request, settings)
+        for query in request.queries:
+            deadline = QueryDeadline.start(settings["timeout"], query)
+            yield ask(query, deadline), deadline.check
 
 
-def _ask_server(url: str, query: str, limit: int, timeout: float) -> Any:
-    """One RAG call, given the smaller of ``r2r_timeout`` and the time the request's ``deadline_ms`` leaves."""
-    body = {"query": query, "search_settings": {"limit": limit}}
-    return within_deadline(timeout, lambda seconds: post_json(url, body, seconds), "waiting for the R2R server")
+def _asker(request: OrchestratorRequest, settings: Mapping[str, Any]) -> Callable[[str, QueryDeadline], EngineAnswer]:
+    """How one query is answered: a POST to the live server, or its recording (every query checked up front)."""
+    doc_id_field = settings["doc_id_field"]
+    if settings["base_url"] is not None:
+        url = settings["base_url"].rstrip("/") + RAG_PATH
+        body = {"search_settings": {"limit": min(request.top_k, R2R_MAX_LIMIT)}}
+        server_error = _server_error(url)
+        return lambda query, deadline: read_rag_response(
+            post_json(url, {"query": query, **body}, deadline), doc_id_field, server_error, deadline.check
+        )
+    recorded = load_fixture(settings["fixture"])
+    missing = [query for query in request.queries if query not in recorded]
+    if missing:
+        raise InvalidOptionError(
+            "query_text",
+            missing[0],
+            f"in fixture mode, one of the queries recorded in {_fixture_name(settings['fixture'])} "
+            f"({short_repr(sorted(recorded))}); fixture mode only replays recorded answers, "
+            "set r2r_base_url to ask a live R2R server anything",
+        )
+    fixture_error = _fixture_error(settings["fixture"])
+    return lambda query, deadline: read_rag_response(recorded[query], doc_id_field, fixture_error, deadline.check)
 
 
-def read_rag_response(payload: Any, doc_id_field: str, fail: ShapeError) -> EngineAnswer:
-    """Map one R2R RAG response (``{"results": {"generated_answer", "search_results": {...}}}``) onto our terms."""
+def read_rag_response(
+    payload: Any, doc_id_field: str, fail: ShapeError, check_time: Callable[[], None] | None = None
+) -> EngineAnswer:
+    """Map one R2R RAG response (``{"results": {"generated_answer", "search_results": {...}}}``) onto our terms;
+    more than ``MAX_HITS`` chunks or an answer over ``MAX_ANSWER_CHARS`` is refused through ``fail``."""
     results = payload.get("results") if isinstance(payload, Mapping) else None
     if not isinstance(results, Mapping):
         raise fail("has no 'results' object")
     answer = results.get("generated_answer")
     if not isinstance(answer, str):
-        raise fail(f"results.generated_answer is {answer!r}, not a string")
+        raise fail(f"results.generated_answer is {short_repr(answer)}, not a string")
+    if len(answer) > MAX_ANSWER_CHARS:
+        raise fail(f"results.generated_answer has {len(answer)} characters, more than the {MAX_ANSWER_CHARS} read")
     search = results.get("search_results", results)
     chunks = search.get("chunk_search_results") if isinstance(search, Mapping) else None
     if not isinstance(chunks, list):
         raise fail("results.search_results.chunk_search_results is not a list")
-    hits = tuple(_chunk_hit(chunk, position, doc_id_field, fail) for position, chunk in enumerate(chunks))
-    return EngineAnswer(CITATION_MARKER.sub("", answer).strip(), hits)
+    if len(chunks) > MAX_HITS:
+        raise fail(f"results.search_results.chunk_search_results has {len(chunks)} chunks, more than R2R's {MAX_HITS}")
+    hits = []
+    for position, chunk in enumerate(chunks):
+        if check_time is not None:
+            check_time()
+        hits.append(_chunk_hit(chunk, position, doc_id_field, fail))
+    return EngineAnswer(CITATION_MARKER.sub("", answer).strip(), tuple(hits))
 
 
 def _chunk_hit(chunk: Any, position: int, doc_id_field: str, fail: ShapeError) -> EngineHit:

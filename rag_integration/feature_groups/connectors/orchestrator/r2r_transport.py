@@ -1,6 +1,6 @@
 """How the R2R backend reaches its answers: a JSON POST to a live server (stdlib only), or a recorded fixture file.
 
-Every failure becomes a typed error: a server that has not answered in full by the request's deadline
+Every failure becomes a typed error: a server that has not answered in full by the query's ``QueryDeadline``
 ``DeadlineExceededError``, anything else from the server ``RemoteServiceError``, an unreadable fixture
 ``InvalidOptionError`` on ``r2r_fixture``.
 """
@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rag_integration.core.errors import InvalidOptionError, RemoteServiceError, short_repr
+from rag_integration.core.deadline import Deadline, current_deadline
+from rag_integration.core.errors import DeadlineExceededError, InvalidOptionError, RemoteServiceError, short_repr
 from rag_integration.core.http import Endpoint, post
 
 PACKAGE = "rag_integration.feature_groups.connectors.orchestrator"
@@ -23,17 +25,60 @@ MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 """Largest response body read from a server; a 1000-chunk R2R answer is a few MB, so more is refused."""
 
 
-def post_json(url: str, body: Mapping[str, Any], timeout: float) -> Any:
-    """POST ``body`` as JSON to ``url`` and return the decoded JSON answer, all within ``timeout`` seconds
-    (``core.http``: direct connection, no redirects, one deadline, size-capped)."""
-    endpoint = Endpoint(url, "r2r_base_url", "r2r_timeout", timeout, "R2R server")
+@dataclass(frozen=True)
+class QueryDeadline:
+    """One query's time limit: ``r2r_timeout``, or the time ``deadline_ms`` leaves when that ends first. Connecting,
+    sending, reading the response, parsing it and grounding the answer all count against it, so nothing a server
+    sends can keep the request running past it."""
+
+    seconds: float
+    at: float
+    query: str
+    request_deadline: Deadline | None
+    """The request's ``deadline_ms`` when it, not ``r2r_timeout``, is the nearer limit (errors then name it)."""
+
+    @classmethod
+    def start(cls, seconds: float, query: str) -> QueryDeadline:
+        request = current_deadline()
+        request.check(f"before the R2R server was asked {short_repr(query)}")
+        binding = request if request.binds(seconds) else None
+        limit = seconds if binding is None else max(binding.seconds_left(), 1e-3)
+        return cls(limit, time.monotonic() + limit, query, binding)
+
+    def remaining(self) -> float:
+        return self.at - time.monotonic()
+
+    def check(self) -> None:
+        """Raise ``DeadlineExceededError`` once the time is up; called between steps of the work after the read."""
+        if self.remaining() <= 0:
+            raise self.exceeded()
+
+    def exceeded(self) -> DeadlineExceededError:
+        if self.request_deadline is not None:
+            return self.request_deadline.exceeded(f"while the R2R answer to {short_repr(self.query)} was handled")
+        return DeadlineExceededError(
+            f"option 'r2r_timeout' ({self.seconds} s) ran out before the R2R answer to {short_repr(self.query)} had "
+            "been received and checked (the limit covers connecting, sending, reading the whole response, parsing "
+            "it and grounding the answer in the corpus): expected a server that answers in time, or a larger "
+            "r2r_timeout"
+        )
+
+
+def post_json(url: str, body: Mapping[str, Any], deadline: QueryDeadline) -> Any:
+    """POST ``body`` as JSON to ``url`` and return the decoded JSON answer, all before ``deadline``
+    (``core.http``: direct connection, no redirects, size-capped)."""
+    endpoint = Endpoint(url, "r2r_base_url", "r2r_timeout", deadline.seconds, "R2R server")
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     data = json.dumps(body).encode("utf-8")
-    reply = post(endpoint, data, headers, deadline=time.monotonic() + timeout, max_bytes=MAX_RESPONSE_BYTES)
+    try:
+        reply = post(endpoint, data, headers, deadline=deadline.at, max_bytes=MAX_RESPONSE_BYTES)
+    except DeadlineExceededError as error:
+        raise deadline.exceeded() from error
     if not 200 <= reply.status < 300:
         detail = reply.body[:300].decode("utf-8", "replace")
         problem = f"answered HTTP {reply.status} {short_repr(detail)}"
         raise RemoteServiceError("r2r_base_url", url, problem, status=reply.status)
+    deadline.check()
     try:
         return json.loads(reply.body)
     except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than the parser can follow

@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from rag_integration.core.errors import DeadlineExceededError, SqlSafetyError, short_repr
+from rag_integration.core.errors import DeadlineExceededError, InvalidOptionError, SqlSafetyError, short_repr
 from rag_integration.feature_groups.connectors.structured.columns import SQLITE_TYPES
 from rag_integration.feature_groups.connectors.structured.guard import ALLOWED_FUNCTIONS
 from rag_integration.feature_groups.connectors.structured.table import TableSpec
@@ -70,10 +70,14 @@ class SqliteSandbox:
         table = self.table
         columns = ", ".join(f'"{column.name}" {SQLITE_TYPES[column.type]}' for column in table.columns)
         strict = " STRICT" if sqlite3.sqlite_version_info >= (3, 37, 0) else ""
-        self.connection.execute(f'CREATE TABLE "{table.name}" ({columns}){strict}')
         names = ", ".join(f'"{column.name}"' for column in table.columns)
         marks = ", ".join("?" for _ in table.columns)
-        self.connection.executemany(f'INSERT INTO "{table.name}" ({names}) VALUES ({marks})', table.rows)
+        try:
+            self.connection.execute(f'CREATE TABLE "{table.name}" ({columns}){strict}')
+            self.connection.executemany(f'INSERT INTO "{table.name}" ({names}) VALUES ({marks})', table.rows)
+        except sqlite3.Error as error:  # a limit of this SQLite build (columns, bound variables, value size)
+            self.connection.close()
+            raise InvalidOptionError("rows", table.name, f"a table this SQLite can hold ({error})") from error
 
     def _lock(self) -> None:
         connection = self.connection

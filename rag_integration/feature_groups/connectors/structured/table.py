@@ -17,6 +17,9 @@ from rag_integration.feature_groups.connectors.structured.columns import (
     read_identifier,
 )
 
+MAX_COLUMNS = 2000
+"""SQLite's default column limit per table (``SQLITE_MAX_COLUMN``)."""
+
 
 @dataclass(frozen=True)
 class TableSpec:
@@ -35,6 +38,10 @@ class TableSpec:
         if not reader.has("rows"):
             raise MissingOptionError("rows", "a list of dicts (one per row)", owner=reader.owner)
         declared = read_columns(reader.raw("columns"))
+        if len(declared) > MAX_COLUMNS:
+            raise InvalidOptionError(
+                "columns", reader.raw("columns"), f"at most {MAX_COLUMNS} columns (SQLite's limit), not {len(declared)}"
+            )
         rows = _read_rows(reader.raw("rows"), [column.name for column, _ in declared])
         columns = tuple(
             ColumnSpec(column.name, given or infer_type(column.name, [row.get(column.name) for row in rows]))
