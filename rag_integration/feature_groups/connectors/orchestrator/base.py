@@ -96,6 +96,7 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
         position_of = {document.doc_id: position for position, document in enumerate(request.documents)}
         quoted: dict[int, str] = {}
         rows = []
+        check_deadline(f"before {cls.__name__} was asked")
         for position, (answer, check_time) in enumerate(cls.timed_answers(request, settings)):
             check_deadline(f"before answer {position + 1} of {len(request.queries)} was grounded")
             rows.append(
@@ -118,7 +119,6 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
     ) -> Iterator[tuple[EngineAnswer, Callable[[], None] | None]]:
         """The engine's answers in query order, each with the check its grounding calls between steps (none here);
         a backend with a time limit yields one answer at a time, so its limit also covers that answer's grounding."""
-        check_deadline(f"before {cls.__name__} was asked")
         answers = cls.orchestrate(request, settings)
         if len(answers) != len(request.queries):
             raise RankingContractError(
