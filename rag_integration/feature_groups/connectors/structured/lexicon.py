@@ -1,0 +1,110 @@
+"""What the words of a question can name in one table: the table, its columns (singular and plural) and its text values.
+
+Built once per table in time linear in its cells. Every lookup a question makes is a dict lookup of at most
+``MAX_VALUE_WORDS`` words, so planning stays linear in the question's length however many distinct values the
+table holds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from rag_integration.feature_groups.connectors.structured.columns import ColumnSpec
+from rag_integration.feature_groups.connectors.structured.table import TableSpec
+
+MAX_VALUE_WORDS = 8
+"""The most words an unquoted value may span ("Research and Development" is three); longer values are quoted."""
+IRREGULAR_PLURALS = {"person": "people", "child": "children", "man": "men", "woman": "women", "staff": "staff"}
+VALUE_WORDS = re.compile(r"\w+(?:['\u2019.&-]\w+)*|[^\w\s]")
+TABLE_NOISE = frozenset(
+    ["rows", "row", "records", "record", "entries", "entry", "items", "item", "everyone", "everything", "anyone"]
+)
+
+
+def plural(word: str) -> str:
+    if word in IRREGULAR_PLURALS:
+        return IRREGULAR_PLURALS[word]
+    if word.endswith("y") and len(word) > 1 and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    return word + ("es" if word.endswith(("s", "x", "z", "ch", "sh")) else "s")
+
+
+def singular(word: str) -> str:
+    irregular = {many: one for one, many in IRREGULAR_PLURALS.items()}
+    if word in irregular:
+        return irregular[word]
+    if word.endswith("ies") and len(word) > 3:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "zes", "ches", "shes")):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
+def value_key(text: str) -> str:
+    """How a stored value and the question's words are compared: case-folded words and signs, single-spaced."""
+    return " ".join(VALUE_WORDS.findall(text)).casefold()
+
+
+@dataclass(frozen=True)
+class Spelling:
+    words: tuple[str, ...]
+    column: ColumnSpec
+    plural: bool
+
+
+@dataclass
+class Lexicon:
+    table: TableSpec
+    table_words: frozenset[str] = frozenset()
+    spellings: dict[str, list[Spelling]] = field(default_factory=dict)
+    values: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, table: TableSpec) -> Lexicon:
+        name = table.name.lower()
+        words = {name, *name.split("_")} - {""}
+        table_words = {form for word in words for form in (word, plural(word), singular(word))}
+        lexicon = cls(table, frozenset(table_words | TABLE_NOISE))
+        for column in table.columns:
+            lexicon._spell(column)
+        for position, column in enumerate(table.columns):
+            if column.type == "text":
+                lexicon._index_values(position, column)
+        return lexicon
+
+    def _spell(self, column: ColumnSpec) -> None:
+        name = column.name.lower()
+        forms = {((name,), False), (column.words, False)}
+        for words in ((name,), column.words):
+            if words:
+                forms.add(((*words[:-1], plural(words[-1])), True))
+                forms.add(((*words[:-1], singular(words[-1])), False))
+        for words, is_plural in sorted(forms):
+            if words:
+                self.spellings.setdefault(words[0], []).append(Spelling(words, column, is_plural))
+
+    def _index_values(self, position: int, column: ColumnSpec) -> None:
+        found: dict[str, set[str]] = {}
+        for row in self.table.rows:
+            stored = row[position]
+            if isinstance(stored, str):
+                found.setdefault(value_key(stored), set()).add(stored)
+        for key, spellings in found.items():
+            self.values.setdefault(key, {})[column.name] = tuple(sorted(spellings))
+
+    def holders(self, text: str) -> dict[str, tuple[str, ...]]:
+        """Column name -> the stored spellings of ``text`` (case-insensitively), for each text column holding it."""
+        return self.values.get(value_key(text), {})
+
+    def column_hint(self, hints: tuple[str, ...], kind: str | None = None) -> ColumnSpec | None:
+        """The first column whose words include one of ``hints`` ("salary" for "earns"), else the only one of ``kind``."""
+        for column in self.table.columns:
+            if set(column.words) & set(hints) and (kind is None or _kind(column) == kind):
+                return column
+        typed = [column for column in self.table.columns if kind and _kind(column) == kind]
+        return typed[0] if len(typed) == 1 else None
+
+
+def _kind(column: ColumnSpec) -> str:
+    return "number" if column.numeric else column.type
