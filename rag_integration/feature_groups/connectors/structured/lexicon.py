@@ -17,6 +17,8 @@ MAX_VALUE_WORDS = 8
 """The most words an unquoted value may span ("Research and Development" is three); longer values are quoted."""
 IRREGULAR_PLURALS = {"person": "people", "child": "children", "man": "men", "woman": "women", "staff": "staff"}
 VALUE_WORDS = re.compile(r"\w+(?:['\u2019.&-]\w+)*|[^\w\s]")
+PLAIN = re.compile(r"\w+(?: \w+)*")
+"""A value that is words single-spaced: its key is just its case-folded self."""
 TABLE_NOISE = frozenset(
     ["rows", "row", "records", "record", "entries", "entry", "items", "item", "everyone", "everything", "anyone"]
 )
@@ -85,13 +87,22 @@ class Lexicon:
                 self.spellings.setdefault(words[0], []).append(Spelling(words, column, is_plural))
 
     def _index_values(self, position: int, column: ColumnSpec) -> None:
-        found: dict[str, set[str]] = {}
-        for row in self.table.rows:
-            stored = row[position]
+        spellings: dict[str, list[str]] = {}
+        for stored in dict.fromkeys(row[position] for row in self.table.rows):
             if isinstance(stored, str):
-                found.setdefault(value_key(stored), set()).add(stored)
-        for key, spellings in found.items():
-            self.values.setdefault(key, {})[column.name] = tuple(sorted(spellings))
+                key = stored.casefold() if PLAIN.fullmatch(stored) else value_key(stored)
+                found = spellings.get(key)
+                if found is None:
+                    spellings[key] = [stored]
+                else:
+                    found.append(stored)
+        values, name = self.values, column.name
+        for key, found in spellings.items():
+            holders = values.get(key)
+            if holders is None:
+                values[key] = {name: tuple(sorted(found)) if len(found) > 1 else (found[0],)}
+            else:
+                holders[name] = tuple(sorted(found))
 
     def holders(self, text: str) -> dict[str, tuple[str, ...]]:
         """Column name -> the stored spellings of ``text`` (case-insensitively), for each text column holding it."""

@@ -99,6 +99,24 @@ class Question:
             )
 
 
+_PHRASE_INDEX: dict[tuple[str, ...], dict[str, list[tuple[str, tuple[str, ...]]]]] = {}
+MAX_PHRASE_TABLES = 256
+
+
+def _phrase_index(phrases: tuple[str, ...]) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
+    """First word -> (phrase, its words), longest first: what ``Parser._match`` looks up."""
+    index: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    for phrase in phrases:
+        keys = tuple(phrase.split())
+        index.setdefault(keys[0], []).append((phrase, keys))
+    for entries in index.values():
+        entries.sort(key=lambda entry: -len(entry[1]))
+    if len(_PHRASE_INDEX) >= MAX_PHRASE_TABLES:
+        _PHRASE_INDEX.clear()
+    _PHRASE_INDEX[phrases] = index
+    return index
+
+
 class Parser:
     """Recursive descent over one question's tokens; ``constructs`` are the constructs the backend enables."""
 
@@ -177,18 +195,7 @@ class Parser:
         "missing a", "missing an",
     )  # fmt: skip
     VALUE_PREPOSITIONS: ClassVar[tuple[str, ...]] = ("in", "from", "at", "in the", "from the", "at the")
-    EQUAL: ClassVar[tuple[str, ...]] = (
-        "is equal to",
-        "equal to",
-        "equals",
-        "is",
-        "are",
-        "was",
-        "were",
-        "=",
-        "==",
-        "on",
-    )
+    EQUAL: ClassVar[tuple[str, ...]] = ("is equal to", "equal to", "equals", "is", "are", "was", "were", "=", "==")
     COMPARATIVES: ClassVar[Mapping[str, tuple[str, ...]]] = {
         ">=": ("at least", "no less than", "not less than", "on or after", "since", ">=", "greater than or equal to"),
         "<=": ("at most", "no more than", "not more than", "on or before", "up to", "<=", "less than or equal to",
@@ -198,7 +205,7 @@ class Parser:
         "<": ("below", "under", "less than", "lower than", "fewer than", "before", "earlier than", "<",
               "smaller than"),
     }  # fmt: skip
-    DATE_RANGES: ClassVar[tuple[str, ...]] = ("in", "during", "in the year", "within")
+    DATE_RANGES: ClassVar[tuple[str, ...]] = ("in", "during", "in the year", "within", "on")
     TEXT_MATCHES: ClassVar[Mapping[str, tuple[str, ...]]] = {
         "{}%": ("starts with", "start with", "starting with", "begins with", "begin with", "beginning with"),
         "%{}": ("ends with", "end with", "ending with"),
@@ -209,6 +216,18 @@ class Parser:
     )  # fmt: skip
     NOT_NULL_WORDS: ClassVar[tuple[str, ...]] = ("not null", "not empty", "not missing", "known", "not blank")
     JOINERS: ClassVar[tuple[str, ...]] = (", and", ", or", "and", "or", ",", "but")
+    IMPLICIT_AND: ClassVar[tuple[str, ...]] = (
+        "with",
+        "whose",
+        "where",
+        "who",
+        "that",
+        "having",
+        "without",
+        "in",
+        "from",
+    )
+    """Words that start another filter without 'and': "in Berlin with salary over 50k"."""
     HIGH: ClassVar[tuple[str, ...]] = ("highest", "largest", "biggest", "greatest", "maximum", "max", "most", "latest")
     LOW: ClassVar[tuple[str, ...]] = ("lowest", "smallest", "least", "minimum", "min", "earliest", "fewest")
     MOST: ClassVar[Mapping[str, bool]] = {"the most": True, "most": True, "the least": False, "least": False}
@@ -288,6 +307,18 @@ class Parser:
         for name in names
     }  # fmt: skip
     NUMBER_WORDS: ClassVar[Mapping[str, int]] = {"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
+    COMPARATIVE_PHRASES: ClassVar[tuple[str, ...]] = tuple(
+        phrase for phrases in COMPARATIVES.values() for phrase in phrases
+    )
+    TEXT_MATCH_PHRASES: ClassVar[tuple[str, ...]] = tuple(
+        phrase for phrases in TEXT_MATCHES.values() for phrase in phrases
+    )
+    COMPARISONS: ClassVar[tuple[str, ...]] = (*NEGATIONS, *EQUAL, "between", *COMPARATIVE_PHRASES, *TEXT_MATCH_PHRASES)
+    DATE_COMPARISONS: ClassVar[tuple[str, ...]] = (*COMPARISONS, *DATE_RANGES)
+    AGGREGATE_PHRASES: ClassVar[tuple[str, ...]] = tuple(
+        phrase for phrases in AGGREGATES.values() for phrase in phrases
+    )
+    CLAUSES: ClassVar[tuple[str, ...]] = (*GROUP_WORDS, *ORDER_WORDS, *FILLER, "top", "bottom")
     STOP_WORDS: ClassVar[frozenset[str]] = frozenset(
         ["and", "or", "order", "ordered", "sort", "sorted", "per", "by", "grouped", "group", "for", "top", "bottom",
          "first", "limit", "with", "where", "whose", "having", "in", "from", "at", "who", "that", "which", "but"]
@@ -312,18 +343,25 @@ class Parser:
         self.index = index
 
     def _match(self, *phrases: str) -> str | None:
-        """Consume the longest of ``phrases`` that the next tokens spell (case-insensitively) and return it."""
-        best: tuple[int, str] | None = None
-        for phrase in phrases:
-            keys = phrase.split()
-            if (best is None or len(keys) > best[0]) and all(
-                (token := self._peek(offset)) is not None and token.key == key for offset, key in enumerate(keys)
-            ):
-                best = (len(keys), phrase)
-        if best is None:
+        """Consume the longest of ``phrases`` that the next tokens spell (case-insensitively) and return it.
+
+        Phrases are indexed by their first word (once per phrase table), so a match costs a dict lookup and a
+        check of the few phrases starting with the next word.
+        """
+        token = self._peek()
+        if token is None:
             return None
-        self.index += best[0]
-        return best[1]
+        index = _PHRASE_INDEX.get(phrases)
+        if index is None:
+            index = _phrase_index(phrases)
+        for phrase, keys in index.get(token.key, ()):
+            if all(
+                (token := self._peek(offset)) is not None and token.key == key
+                for offset, key in enumerate(keys[1:], start=1)
+            ):
+                self.index += len(keys)
+                return phrase
+        return None
 
     def _ahead(self, *phrases: str) -> bool:
         start = self.index
@@ -338,6 +376,10 @@ class Parser:
             skipped.append(token.key)
             self.index += 1
         return skipped
+
+    def _table_word_ahead(self) -> bool:
+        token = self._peek()
+        return token is not None and token.key in self.lexicon.table_words
 
     def _skip_table_words(self) -> bool:
         skipped = self._skip_words(self.lexicon.table_words | {"the", "all", "of", "every"})
@@ -391,11 +433,7 @@ class Parser:
 
     def _comparison_ahead(self, column: ColumnSpec) -> bool:
         """True when the next words compare ``column`` ("over", "is", "starts with"), without consuming them."""
-        return self._ahead(
-            *self.NEGATIONS, *self.EQUAL, "between", *(self.DATE_RANGES if column.type == "date" else ()),
-            *(phrase for phrases in self.COMPARATIVES.values() for phrase in phrases),
-            *(phrase for phrases in self.TEXT_MATCHES.values() for phrase in phrases),
-        )  # fmt: skip
+        return self._ahead(*(self.DATE_COMPARISONS if column.type == "date" else self.COMPARISONS))
 
     def _column_comparison_ahead(self) -> bool:
         start = self.index
@@ -547,7 +585,7 @@ class Parser:
             current.append(condition)
             before = self.index
             joiner = self._match(*self.JOINERS)
-            if joiner is None:
+            if joiner is None and not self._ahead(*self.IMPLICIT_AND):
                 break
         else:
             self._retreat(before)
@@ -556,7 +594,7 @@ class Parser:
         return tuple(groups)
 
     def _clause_ahead(self) -> bool:
-        return self._ahead(*self.GROUP_WORDS, *self.ORDER_WORDS, *self.FILLER, "top", "bottom")
+        return self._ahead(*self.CLAUSES)
 
     def _parse_condition(self) -> Condition | None:
         start = self.index
@@ -569,8 +607,8 @@ class Parser:
         if self._match(*self.EXCLUSIONS):
             return self._parse_value_filter(not negated)
         if self._match(*self.ABSENCE):
-            column = self._require_column("without", filler=("a", "an", "any"))
-            return Condition(column.name, "is not null" if negated else "is null")
+            absent = self._require_column("without", filler=("a", "an", "any"))
+            return Condition(absent.name, "is not null" if negated else "is null")
         if not self._column_comparison_ahead() and self._match(*self.VALUE_PREPOSITIONS):
             return self._parse_value_filter(negated)
         condition = self._parse_hinted_condition(negated)
@@ -591,7 +629,7 @@ class Parser:
         return None
 
     def _comparison_word_ahead(self) -> bool:
-        return self._ahead(*(phrase for phrases in self.COMPARATIVES.values() for phrase in phrases), "between")
+        return self._ahead(*self.COMPARATIVE_PHRASES, "between")
 
     def _parse_hinted_condition(self, negated: bool) -> Condition | None:
         """A verb or a comparative adjective standing for its column: "earning more than 50k", "older than 30"."""
@@ -619,7 +657,7 @@ class Parser:
     def _parse_unnamed_comparison(self, negated: bool) -> Condition:
         """ "over 50k", "before 2020": the table's only number column, or its only date column for a date."""
         start = self.index
-        self._match(*(phrase for phrases in self.COMPARATIVES.values() for phrase in phrases), "between")
+        self._match(*self.COMPARATIVE_PHRASES, "between")
         token = self._peek()
         kind = "date" if token is not None and (token.kind == "date" or self._parse_dates() is not None) else "number"
         self._retreat(start)
@@ -857,10 +895,10 @@ class Parser:
         self._skip_words({"the", "all"})
         distinct = self._match(*self.DISTINCT_WORDS)
         column = None
-        if not self._ahead(*self.lexicon.table_words) or distinct:
+        if not self._table_word_ahead() or distinct:
             before = self.index
             column = self._column()
-            if column is not None and self._comparison_ahead(column):
+            if column is not None and not self._ahead(*self.FILLER) and self._comparison_ahead(column):
                 self._retreat(before)
                 column = None
         if distinct and column is None:
@@ -885,7 +923,7 @@ class Parser:
         """ "average salary per department", "what is the median salary", "total salary of employees in sales"."""
         self._match(*self.AGGREGATE_LEADS)
         self._match("the")
-        phrase = self._match(*(phrase for phrases in self.AGGREGATES.values() for phrase in phrases))
+        phrase = self._match(*self.AGGREGATE_PHRASES)
         if phrase is None:
             return None
         function = next(name for name, phrases in self.AGGREGATES.items() if phrase in phrases)
@@ -900,7 +938,8 @@ class Parser:
         self._require("median" if function == "median" else "aggregate", phrase)
         if function in ("avg", "sum", "median") and not column.numeric:
             self._fail(f"'{phrase}' needs a number column, but '{column.name}' is {column.type}")
-        self._skip_words({"of", "for", "among", "across"})
+        if not self._ahead(*self.GROUP_WORDS):
+            self._skip_words({"of", "for", "among", "across"})
         self._skip_table_words()
         where, group = self._parse_tail(group=True)
         self._finish()
@@ -933,6 +972,7 @@ class Parser:
         if extreme is not None:
             self._skip_table_words()
         more, _ = self._parse_tail(group=False)
+        extreme = extreme or self._parse_extreme()
         where = tuple((*first, *second) for first in where for second in more) if where and more else where or more
         order = self._parse_order()
         top = top or self._parse_top()
@@ -971,27 +1011,25 @@ class Parser:
         if token is None or token.kind != "word" or not token.key.endswith(("'s", "\u2019s")):
             return None
         holders = self.lexicon.holders(token.text[:-2])
-        if len(holders) != 1:
+        if not holders:
             return None
         self.index += 1
-        name, variants = next(iter(holders.items()))
-        column = self.table.column(name)
-        assert column is not None
         self._require("lookup", token.text)
+        column, variants = self._owner_column(holders)
         return self._text_condition(column, variants, False)
+
+    def _owner_column(self, holders: Mapping[str, tuple[str, ...]]) -> tuple[ColumnSpec, tuple[str, ...]]:
+        """The row a lookup names: by the first column (in table order) storing the value, usually its name."""
+        column = next(column for column in self.table.columns if column.name in holders)
+        return column, holders[column.name]
 
     def _parse_owner(self) -> Condition | None:
         """The value after "<columns> of" in a lookup: "the salary of Alice" names the row by a stored value."""
         found = self._parse_stored_value(None)
         if found is None:
             return None
-        text, holders = found
-        if len(holders) > 1:
-            self._fail(f"the value {text!r} is in several columns ({', '.join(sorted(holders))}); name one")
-        self._require("lookup", text)
-        name, variants = next(iter(holders.items()))
-        column = self.table.column(name)
-        assert column is not None
+        self._require("lookup", found[0])
+        column, variants = self._owner_column(found[1])
         return self._text_condition(column, self._parse_value_list(column, variants), False)
 
     def _parse_projection(self) -> tuple[tuple[ColumnSpec, ...], bool, bool]:
@@ -1003,7 +1041,7 @@ class Parser:
         start = before = self.index
         columns: list[ColumnSpec] = []
         plural = True
-        while not self._ahead(*self.lexicon.table_words) and (found := self._parse_column()) is not None:
+        while not self._table_word_ahead() and (found := self._parse_column()) is not None:
             self.question.check_deadline()
             columns.append(found[0])
             plural = plural and found[1]

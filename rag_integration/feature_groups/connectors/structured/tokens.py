@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import NoReturn
 
@@ -33,11 +33,11 @@ SUFFIXES = {"k": 1_000, "m": 1_000_000, "bn": 1_000_000_000}
 class Token:
     kind: str
     text: str
+    key: str = field(init=False)
+    """What grammar words are matched against: lower-cased words, signs and commas; never a value's text."""
 
-    @property
-    def key(self) -> str:
-        """What grammar words are matched against: lower-cased words, signs and commas; never a value's text."""
-        return self.text.lower() if self.kind in ("word", "op", "comma") else ""
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", self.text.lower() if self.kind in ("word", "op", "comma") else "")
 
     @property
     def value(self) -> str:
