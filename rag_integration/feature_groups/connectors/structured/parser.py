@@ -876,6 +876,7 @@ class Parser:
     # Intents.
 
     def parse(self) -> QueryPlan | Staged:
+        self.question.check_deadline()
         while self._match(*self.LEADS):
             pass
         for intent in (self._parse_count, self._parse_aggregate, self._parse_listing):
