@@ -717,18 +717,7 @@ class Parser:
     def _parse_text_match(self, column: ColumnSpec, pattern: str, phrase: str) -> Condition:
         if column.type != "text":
             self._fail(f"{phrase!r} needs a text column, but '{column.name}' is {column.type}")
-        token = self._peek()
-        if token is not None and token.kind == "quoted":
-            self.index += 1
-            text = token.value
-        else:
-            words: list[str] = []
-            while (token := self._peek()) is not None and token.kind in ("word", "number", "date"):
-                if token.key in self.STOP_WORDS:
-                    break
-                words.append(token.text)
-                self.index += 1
-            text = " ".join(words)
+        text = self._parse_free_text()
         if not text:
             self._fail(f"expected text after '{column.name} {phrase}'")
         escaped = "".join(LIKE_ESCAPE + char if char in "%_" + LIKE_ESCAPE else char for char in text)
@@ -744,19 +733,24 @@ class Parser:
             return self._text_condition(
                 column, self._parse_value_list(column, holders.get(column.name, (text,))), False
             )
-        first = self._peek()
-        if first is not None and first.kind == "quoted":
+        text = self._parse_free_text()
+        if not text:
+            self._fail(f"expected a value after '{column.name} is'")
+        return self._text_condition(column, self._parse_value_list(column, (text,)), False)
+
+    def _parse_free_text(self) -> str:
+        """A quoted value, or the words up to the next stop word: text no column needs to store."""
+        token = self._peek()
+        if token is not None and token.kind == "quoted":
             self.index += 1
-            return self._text_condition(column, self._parse_value_list(column, (first.value,)), False)
+            return token.value
         words: list[str] = []
         while (token := self._peek()) is not None and token.kind in ("word", "number", "date"):
             if token.key in self.STOP_WORDS:
                 break
             words.append(token.text)
             self.index += 1
-        if not words:
-            self._fail(f"expected a value after '{column.name} is'")
-        return self._text_condition(column, self._parse_value_list(column, (" ".join(words),)), False)
+        return " ".join(words)
 
     def _parse_value_filter(self, negated: bool) -> Condition:
         """A value without its column ("in Berlin", "in March 2021"): the column storing it; the longest match wins."""
