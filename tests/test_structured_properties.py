@@ -25,7 +25,7 @@ from rag_integration.feature_groups.connectors.structured import (
     TableSpec,
     guard_sql,
 )
-from rag_integration.feature_groups.connectors.structured.lexicon import Lexicon
+from rag_integration.feature_groups.connectors.structured.lexicon import Lexicon, PlanningDeadline
 from rag_integration.feature_groups.connectors.structured.parser import NotUnderstood, Parser, Question
 from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
 from rag_integration.testing.structured import COLUMNS, EMPLOYEES, TABLE
@@ -164,14 +164,12 @@ def test_like_patterns_escape_wildcards(value: str) -> None:
 
 def test_planning_is_held_to_the_deadline() -> None:
     """Planning counts against ``sql_time_limit``: a question whose time is already spent is not planned."""
-    question = Question(
-        "list employees in Berlin and salary over 5",
-        Lexicon.of(employees()),
-        time_limit=1.0,
-        started=time.monotonic() - 2,
-    )
+    spent = PlanningDeadline(1.0, started=time.monotonic() - 2)
+    question = Question("list employees in Berlin and salary over 5", Lexicon.of(employees()), spent)
     with pytest.raises(DeadlineExceededError, match="sql_time_limit"):
         Parser(question, AggregateSql.CONSTRUCTS).parse()
+    with pytest.raises(DeadlineExceededError, match="sql_time_limit"):
+        Lexicon.of(employees(), spent)
 
 
 @pytest.mark.parametrize(

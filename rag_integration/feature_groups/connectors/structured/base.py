@@ -8,7 +8,6 @@ backend would answer, which one.
 
 from __future__ import annotations
 
-import time
 import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -18,7 +17,7 @@ from rag_integration.core.extras import require_module
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.options import OptionReader
 from rag_integration.core.schema import JSON, STRING, Shape
-from rag_integration.feature_groups.connectors.structured.lexicon import Lexicon
+from rag_integration.feature_groups.connectors.structured.lexicon import Lexicon, PlanningDeadline
 from rag_integration.feature_groups.connectors.structured.parser import NotUnderstood, Parser, Question
 from rag_integration.feature_groups.connectors.structured.plan import QueryPlan, Staged
 from rag_integration.feature_groups.connectors.structured.table import TableSpec
@@ -75,14 +74,14 @@ class BaseStructuredConnector(SelectorFeatureGroup):
         from rag_integration.feature_groups.connectors.structured.guard import guard_sql
         from rag_integration.feature_groups.connectors.structured.sql_builder import build_select
 
-        started = time.monotonic()
+        deadline = PlanningDeadline(sandbox.time_limit)
         table = sandbox.table
         lexicon = _LEXICONS.get(sandbox)
         if lexicon is None:
-            lexicon = _LEXICONS[sandbox] = Lexicon.of(table)
+            lexicon = _LEXICONS[sandbox] = Lexicon.of(table, deadline)
         question: Question | None = None
         try:
-            question = Question(text, lexicon, time_limit=sandbox.time_limit, started=started)
+            question = Question(text, lexicon, deadline)
             plan = cls.plan(question)
         except NotUnderstood as refusal:
             raise cls.refusal(text, refusal.reason, question) from None

@@ -8,11 +8,14 @@ table holds.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 
+from rag_integration.core.errors import DeadlineExceededError
 from rag_integration.feature_groups.connectors.structured.columns import ColumnSpec
 from rag_integration.feature_groups.connectors.structured.table import TableSpec
 
+CHECK_EVERY = 4_096
 MAX_VALUE_WORDS = 8
 """The most words an unquoted value may span ("Research and Development" is three); longer values are quoted."""
 IRREGULAR_PLURALS = {"person": "people", "child": "children", "man": "men", "woman": "women", "staff": "staff"}
@@ -22,6 +25,20 @@ PLAIN = re.compile(r"\w+(?: \w+)*")
 TABLE_NOISE = frozenset(
     ["rows", "row", "records", "record", "entries", "entry", "items", "item", "everyone", "everything", "anyone"]
 )
+
+
+class PlanningDeadline:
+    """When planning a question must be done: ``sql_time_limit`` after it was asked (lexicon building included)."""
+
+    def __init__(self, time_limit: float, started: float | None = None) -> None:
+        self.time_limit = time_limit
+        self.at = (time.monotonic() if started is None else started) + time_limit
+
+    def check(self) -> None:
+        if time.monotonic() > self.at:
+            raise DeadlineExceededError(
+                f"option 'sql_time_limit' ({self.time_limit} s) was exceeded while planning the question"
+            )
 
 
 def plural(word: str) -> str:
@@ -63,7 +80,7 @@ class Lexicon:
     values: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, table: TableSpec) -> Lexicon:
+    def of(cls, table: TableSpec, deadline: PlanningDeadline | None = None) -> Lexicon:
         name = table.name.lower()
         words = {name, *name.split("_")} - {""}
         table_words = {form for word in words for form in (word, plural(word), singular(word))}
@@ -72,7 +89,7 @@ class Lexicon:
             lexicon._spell(column)
         for position, column in enumerate(table.columns):
             if column.type == "text":
-                lexicon._index_values(position, column)
+                lexicon._index_values(position, column, deadline)
         return lexicon
 
     def _spell(self, column: ColumnSpec) -> None:
@@ -86,9 +103,11 @@ class Lexicon:
             if words:
                 self.spellings.setdefault(words[0], []).append(Spelling(words, column, is_plural))
 
-    def _index_values(self, position: int, column: ColumnSpec) -> None:
+    def _index_values(self, position: int, column: ColumnSpec, deadline: PlanningDeadline | None) -> None:
         spellings: dict[str, list[str]] = {}
-        for stored in dict.fromkeys(row[position] for row in self.table.rows):
+        for number, stored in enumerate(dict.fromkeys(row[position] for row in self.table.rows)):
+            if deadline is not None and number % CHECK_EVERY == 0:
+                deadline.check()
             if isinstance(stored, str):
                 key = stored.casefold() if PLAIN.fullmatch(stored) else value_key(stored)
                 found = spellings.get(key)

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import datetime
 import math
-import time
 from collections.abc import Collection, Mapping
 from typing import ClassVar, NoReturn
 
-from rag_integration.core.errors import DeadlineExceededError
 from rag_integration.feature_groups.connectors.structured.columns import INT64, ColumnSpec, is_iso_date
-from rag_integration.feature_groups.connectors.structured.lexicon import MAX_VALUE_WORDS, Lexicon
+from rag_integration.feature_groups.connectors.structured.lexicon import MAX_VALUE_WORDS, Lexicon, PlanningDeadline
 from rag_integration.feature_groups.connectors.structured.plan import (
     LIKE_ESCAPE,
     Condition,
@@ -81,22 +79,18 @@ class NotUnderstood(Exception):
 class Question:
     """One question about one table: its text, tokens and the table's lexicon, and the deadline for planning it."""
 
-    def __init__(self, text: str, lexicon: Lexicon, *, time_limit: float, started: float | None = None) -> None:
+    def __init__(self, text: str, lexicon: Lexicon, deadline: PlanningDeadline) -> None:
         self.text = text
         self.lexicon = lexicon
         self.table = lexicon.table
-        self.time_limit = time_limit
-        self.deadline = (time.monotonic() if started is None else started) + time_limit
+        self.deadline = deadline
         self.tokens: list[Token] = tokenize(text, self.fail)
 
     def fail(self, reason: str) -> NoReturn:
         raise NotUnderstood(reason)
 
     def check_deadline(self) -> None:
-        if time.monotonic() > self.deadline:
-            raise DeadlineExceededError(
-                f"option 'sql_time_limit' ({self.time_limit} s) was exceeded while planning the question"
-            )
+        self.deadline.check()
 
 
 _PHRASE_INDEX: dict[tuple[str, ...], dict[str, list[tuple[str, tuple[str, ...]]]]] = {}
