@@ -198,3 +198,15 @@ def test_not_understood_never_escapes() -> None:
     with RecordingSandbox(employees()) as sandbox, pytest.raises(InvalidOptionError):
         RuleBasedSql.ask(sandbox, "list employees; drop table employees")
     assert issubclass(NotUnderstood, Exception) and not issubclass(NotUnderstood, InvalidOptionError)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["list employees where salary is " + "not " * 490 + "over 5", "employees " + "in Berlin or " * 150 + "in Munich"],
+)
+def test_long_runs_plan_without_recursion(question: str) -> None:
+    """Runs of negations or values are read in loops: a 2,000-character question cannot exhaust the stack."""
+    with RecordingSandbox(employees()) as sandbox:
+        result = AggregateSql.ask(sandbox, question)
+    check_ran(sandbox, question)
+    assert result["rows"]

@@ -664,15 +664,18 @@ class Parser:
         return Condition(condition.column, NEGATED[condition.operator], condition.values)
 
     def _parse_comparison(self, column: ColumnSpec, negated: bool, implied_equal: bool = False) -> Condition:
-        condition = self._parse_positive_comparison(column, negated, implied_equal)
+        """What is said of ``column``: "is [not] x", "over 5", "starts with A", "is null", "in 2021", ...
+
+        Negations ("is not", "not", "does not") are counted in a loop, so no run of them can exhaust the stack.
+        """
+        said_is = implied_equal
+        while (word := self._match(*self.NEGATIONS, *self.EQUAL)) is not None:
+            said_is = True
+            negated = negated != (word in self.NEGATIONS)
+        condition = self._parse_positive_comparison(column, said_is, negated)
         return self._negated(condition) if negated else condition
 
-    def _parse_positive_comparison(self, column: ColumnSpec, negated: bool, implied_equal: bool) -> Condition:
-        if self._match(*self.NEGATIONS):
-            return self._negated(self._parse_positive_comparison(column, False, True))
-        said_is = self._match(*self.EQUAL) is not None or implied_equal
-        if self._match(*self.NEGATIONS):
-            return self._negated(self._parse_positive_comparison(column, False, True))
+    def _parse_positive_comparison(self, column: ColumnSpec, said_is: bool, negated: bool) -> Condition:
         null = self._parse_null(column)
         if null is not None:
             return null
