@@ -70,10 +70,9 @@ def describe(constructs: Collection[str]) -> tuple[str, ...]:
 class NotUnderstood(Exception):
     """Raised inside parsing with the reason; the backend turns it into ``InvalidOptionError`` on ``question``."""
 
-    def __init__(self, reason: str, construct: str | None = None) -> None:
+    def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-        self.construct = construct
 
 
 class Question:
@@ -326,6 +325,8 @@ class Parser:
         self.table = question.table
         self.constructs = frozenset(constructs)
         self.index = 0
+        self.unknown_owner = -1
+        """Where "<columns> of" was followed by no stored value: named in the refusal if parsing stops there."""
 
     # The cursor.
 
@@ -379,15 +380,18 @@ class Parser:
         skipped = self._skip_words(self.lexicon.table_words | {"the", "all", "of", "every"})
         return bool(set(skipped) & self.lexicon.table_words)
 
-    def _fail(self, reason: str, construct: str | None = None) -> NoReturn:
-        raise NotUnderstood(reason, construct)
+    def _fail(self, reason: str) -> NoReturn:
+        raise NotUnderstood(reason)
 
     def _require(self, construct: str, phrase: str) -> None:
         if construct not in self.constructs:
-            self._fail(f"{phrase!r} asks for {self.NAMES[construct]}, which this backend does not compute", construct)
+            self._fail(f"{phrase!r} asks for {self.NAMES[construct]}, which this backend does not compute")
 
     def _finish(self) -> None:
         self._match(*self.FILLER)
+        if self.index == self.unknown_owner < len(self.tokens):
+            value = self.tokens[self.index].value
+            self._fail(f"no text column holds the value {value!r}, so it names no row to look up")
         if self.index < len(self.tokens):
             rest = " ".join(token.text for token in self.tokens[self.index :])
             self._fail(f"could not understand {rest!r}")
@@ -957,7 +961,7 @@ class Parser:
             named = self._skip_table_words() or named
         if top is None and (top := self._parse_top()) is not None:
             named = self._skip_table_words() or named
-        if of and not named and owner is None:
+        if of and not named and owner is None and top is None:
             owner = self._parse_owner()
         where = ((owner,),) if owner is not None else ()
         extreme = self._parse_extreme()
@@ -1019,6 +1023,7 @@ class Parser:
         """The value after "<columns> of" in a lookup: "the salary of Alice" names the row by a stored value."""
         found = self._parse_stored_value(None)
         if found is None:
+            self.unknown_owner = self.index
             return None
         self._require("lookup", found[0])
         column, variants = self._owner_column(found[1])

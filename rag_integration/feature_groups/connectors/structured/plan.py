@@ -11,8 +11,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-OPERATORS = ("=", "!=", ">", ">=", "<", "<=", "between", "not between", "in", "not in", "like", "not like")
-NULL_OPERATORS = ("is null", "is not null")
 LIKE_ESCAPE = "\\"
 """The escape character bound after every ``LIKE ? ESCAPE ?``; patterns escape ``%``, ``_`` and itself with it."""
 
