@@ -97,12 +97,52 @@ EVENTS: dict[str, Any] = {
          "fee": 0},
     ],
 }  # fmt: skip
-TABLES = {"people": PEOPLE, "products": PRODUCTS, "events": EVENTS}
-KEYS = {"people": "name", "products": "name", "events": "title"}
+ISSUE_EMPLOYEES: dict[str, Any] = {
+    "table_name": "employees",
+    "columns": ["name", "city", {"name": "salary", "type": "integer"}, {"name": "hire_date", "type": "date"}],
+    "rows": [
+        {"name": "Alice", "city": "Berlin", "salary": 72000, "hire_date": "2019-03-01"},
+        {"name": "Bob", "city": "Munich", "salary": 48000, "hire_date": "2021-07-15"},
+        {"name": "Carl", "city": "Berlin", "salary": 51000, "hire_date": "2021-01-10"},
+        {"name": "Dana", "city": "Hamburg", "hire_date": "2018-11-05"},
+        {"name": "Anna", "city": "Munich", "salary": 45000, "hire_date": "2022-02-01"},
+    ],
+}
+"""The shape of table issue 11 was tried on; its questions follow, answered by ``aggregate``."""
+TABLES = {"people": PEOPLE, "products": PRODUCTS, "events": EVENTS, "employees": ISSUE_EMPLOYEES}
+KEYS = {"people": "name", "products": "name", "events": "title", "employees": "name"}
 ALL_PEOPLE = ["Alice", "Bob", "Carla", "Dan", "Eva", "Frank", "Gina", "Hugo"]
 
 Expected = list[str] | list[dict[str, Any]]
 QUESTIONS: list[tuple[str, str, str, Expected]] = [
+    # every question issue 11 found refused
+    ("employees", "aggregate", "how many employees are there", [{"count": 5}]),
+    ("employees", "aggregate", "how many employees are there in Berlin", [{"count": 2}]),
+    ("employees", "aggregate", "employees in Berlin", ["Alice", "Carl"]),
+    ("employees", "aggregate", "employees whose name starts with A", ["Alice", "Anna"]),
+    ("employees", "aggregate", "who earns the most", ["Alice"]),
+    ("employees", "aggregate", "who has the highest salary", ["Alice"]),
+    ("employees", "aggregate", "what is the salary of Alice", [{"salary": 72000}]),
+    ("employees", "aggregate", "list employees hired after 2020", ["Bob", "Carl", "Anna"]),
+    (
+        "employees",
+        "aggregate",
+        "list names of employees",
+        [{"name": n} for n in ("Alice", "Bob", "Carl", "Dana", "Anna")],
+    ),
+    ("employees", "aggregate", "list employee names", [{"name": n} for n in ("Alice", "Bob", "Carl", "Dana", "Anna")]),
+    (
+        "employees",
+        "aggregate",
+        "how many employees in each city",
+        [{"city": "Berlin", "count": 2}, {"city": "Hamburg", "count": 1}, {"city": "Munich", "count": 2}],
+    ),
+    ("employees", "aggregate", "how many employees are not in Berlin", [{"count": 3}]),
+    ("employees", "aggregate", "employees in Berlin or Munich", ["Alice", "Bob", "Carl", "Anna"]),
+    ("employees", "aggregate", "salary over 50,000", ["Alice", "Carl"]),
+    ("employees", "aggregate", "earning more than 50k", ["Alice", "Carl"]),
+    ("employees", "aggregate", "median salary", [{"median_salary": 49500.0}]),
+    ("employees", "aggregate", "salary is null", ["Dana"]),
     # people: counts, filler and existential phrasing
     ("people", "aggregate", "how many people are there", [{"count": 8}]),
     ("people", "rule_based", "how many people are there", [{"count": 8}]),
