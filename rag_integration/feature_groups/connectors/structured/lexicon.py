@@ -77,7 +77,9 @@ class Lexicon:
     table: TableSpec
     table_words: frozenset[str] = frozenset()
     spellings: dict[str, list[Spelling]] = field(default_factory=dict)
-    values: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    values: dict[str, tuple[str, str] | list[tuple[str, str]]] = field(default_factory=dict)
+    spelled: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    """The holders of each value stored in several spellings or columns, sorted once, however often it is asked."""
 
     @classmethod
     def of(cls, table: TableSpec, deadline: PlanningDeadline | None = None) -> Lexicon:
@@ -104,28 +106,35 @@ class Lexicon:
                 self.spellings.setdefault(words[0], []).append(Spelling(words, column, is_plural))
 
     def _index_values(self, position: int, column: ColumnSpec, deadline: PlanningDeadline | None) -> None:
-        spellings: dict[str, list[str]] = {}
+        """Key -> (column, stored spelling): one shared pair per value, a list only where spellings differ in case."""
+        values, name = self.values, column.name
         for number, stored in enumerate(dict.fromkeys(row[position] for row in self.table.rows)):
             if deadline is not None and number % CHECK_EVERY == 0:
                 deadline.check()
             if isinstance(stored, str):
                 key = stored.casefold() if PLAIN.fullmatch(stored) else value_key(stored)
-                found = spellings.get(key)
+                found = values.get(key)
                 if found is None:
-                    spellings[key] = [stored]
+                    values[key] = (name, stored)
+                elif isinstance(found, list):
+                    found.append((name, stored))
                 else:
-                    found.append(stored)
-        values, name = self.values, column.name
-        for key, found in spellings.items():
-            holders = values.get(key)
-            if holders is None:
-                values[key] = {name: tuple(sorted(found)) if len(found) > 1 else (found[0],)}
-            else:
-                holders[name] = tuple(sorted(found))
+                    values[key] = [found, (name, stored)]
 
     def holders(self, text: str) -> dict[str, tuple[str, ...]]:
         """Column name -> the stored spellings of ``text`` (case-insensitively), for each text column holding it."""
-        return self.values.get(value_key(text), {})
+        key = value_key(text)
+        found = self.values.get(key)
+        if found is None:
+            return {}
+        if not isinstance(found, list):
+            return {found[0]: (found[1],)}
+        if key not in self.spelled:
+            holders: dict[str, list[str]] = {}
+            for name, stored in found:
+                holders.setdefault(name, []).append(stored)
+            self.spelled[key] = {name: tuple(sorted(spellings)) for name, spellings in holders.items()}
+        return dict(self.spelled[key])
 
     def column_hint(self, hints: tuple[str, ...], kind: str | None = None) -> ColumnSpec | None:
         """The first column whose words include one of ``hints`` ("salary" for "earns"), else the only one of ``kind``."""
