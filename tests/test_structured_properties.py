@@ -202,7 +202,11 @@ def test_not_understood_never_escapes() -> None:
 
 @pytest.mark.parametrize(
     "question",
-    ["list employees where salary is " + "not " * 490 + "over 5", "employees " + "in Berlin or " * 150 + "in Munich"],
+    [
+        "list employees where salary is " + "not " * 490 + "over 5",
+        "employees " + "in Berlin or " * 150 + "in Munich",
+        "list employees where salary>1" + " or salary>2" * 164,
+    ],
 )
 def test_long_runs_plan_without_recursion(question: str) -> None:
     """Runs of negations or values are read in loops: a 2,000-character question cannot exhaust the stack."""
