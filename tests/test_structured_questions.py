@@ -277,6 +277,15 @@ QUESTIONS: list[tuple[str, str, str, Expected]] = [
     ("people", "rule_based", "which cities", [{"city": c} for c in ("Berlin", "Cologne", "Hamburg", "Munich")]),
     ("people", "aggregate", "how many cities", [{"count": 4}]),
     ("people", "aggregate", "how many different managers are there", [{"count": 2}]),
+    (
+        "people",
+        "rule_based",
+        "which cities have people older than 40",
+        [{"city": "Berlin"}, {"city": "Hamburg"}, {"city": "Munich"}],
+    ),
+    ("people", "rule_based", "which cities with a manager", [{"city": c} for c in ("Berlin", "Cologne", "Munich")]),
+    ("people", "aggregate", "how many people in Berlin earn more than 50k", [{"count": 2}]),
+    ("people", "rule_based", "list people in Munich by age", ["Bob", "Frank", "Hugo"]),
     # ordering and top N
     (
         "people",

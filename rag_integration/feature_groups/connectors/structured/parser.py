@@ -156,13 +156,8 @@ class Parser:
         "split by", "each",
     )  # fmt: skip
     ORDER_WORDS: ClassVar[tuple[str, ...]] = (
-        "ordered by",
-        "sorted by",
-        "order by",
-        "sort by",
-        "sorted on",
-        "ordered on",
-    )
+        "ordered by", "sorted by", "order by", "sort by", "sorted on", "ordered on", "by",
+    )  # fmt: skip
     DESCENDING: ClassVar[tuple[str, ...]] = (
         "descending", "desc", "in descending order", "highest first", "largest first", "latest first",
     )  # fmt: skip
@@ -583,7 +578,7 @@ class Parser:
             current.append(condition)
             before = self.index
             joiner = self._match(*self.JOINERS)
-            if joiner is None and not self._ahead(*self.IMPLICIT_AND):
+            if joiner is None and not self._ahead(*self.IMPLICIT_AND, *self.VERBS, *self.COMPARATIVE_ADJECTIVES):
                 break
         else:
             self._retreat(before)
@@ -963,6 +958,9 @@ class Parser:
             named = self._skip_table_words() or named
         if of and not named and owner is None and top is None:
             owner = self._parse_owner()
+        before = self.index
+        if shown and not named and self._match("have", "has", "with") and not self._skip_table_words():
+            self._retreat(before)
         where = ((owner,),) if owner is not None else ()
         extreme = self._parse_extreme()
         if extreme is not None:
@@ -978,7 +976,7 @@ class Parser:
         if top is not None and (order or extreme):
             self._fail("use one of 'top N by <column>', 'ordered by <column>' or 'the highest <column>'")
         outputs = tuple(Output(column.name, column.name) for column in shown)
-        if distinct or (shown and plural and not named and not where and extreme is None and top is None):
+        if distinct or (shown and plural and not named and owner is None and extreme is None and top is None):
             keys = tuple(OrderKey(output) for output in outputs)
             return QueryPlan(outputs, where, order_by=keys, distinct=True)
         rows = QueryPlan(outputs, where)
