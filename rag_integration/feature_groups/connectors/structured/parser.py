@@ -51,7 +51,7 @@ DESCRIPTIONS: dict[str, str] = {
     "superlative": "superlative: 'who earns the most', 'who has the highest <column>', 'the oldest|cheapest|latest "
     "<row>' (every tied row)",
     "count": "count: 'how many <rows> [are there] [filters]'",
-    "list": "list: '[list|show|which|who] [<columns> of] <rows> [filters] [ordered by <column> [descending]]', "
+    "list": "list: '[list|show|which|who] [<columns> of] <rows> [filters] [ordered by|by <column> [descending]]', "
     "or a bare '<rows> <filters>'; 'which|list <column plural>' gives distinct values",
     "lookup": "lookup: '[what is] the <column> of <value>', \"<value>'s <column>\"",
     "top": "top: '[list] top N <rows> by <column> [filters]', 'bottom N ... by <column>', 'the N cheapest <rows>'",
