@@ -4,8 +4,8 @@ from rag_integration.feature_groups.connectors.structured.aggregate_sql import A
 from rag_integration.feature_groups.connectors.structured.base import BaseStructuredConnector, guard_sql
 from rag_integration.feature_groups.connectors.structured.columns import ColumnSpec
 from rag_integration.feature_groups.connectors.structured.llm_sql import LlmSql
-from rag_integration.feature_groups.connectors.structured.plan import Condition, OrderKey, Output, QueryPlan
-from rag_integration.feature_groups.connectors.structured.question import Question
+from rag_integration.feature_groups.connectors.structured.parser import Parser, Question
+from rag_integration.feature_groups.connectors.structured.plan import Condition, OrderKey, Output, QueryPlan, Staged
 from rag_integration.feature_groups.connectors.structured.rule_based_sql import RuleBasedSql
 from rag_integration.feature_groups.connectors.structured.table import TableSpec
 
@@ -17,9 +17,11 @@ __all__ = [
     "LlmSql",
     "OrderKey",
     "Output",
+    "Parser",
     "QueryPlan",
     "Question",
     "RuleBasedSql",
+    "Staged",
     "TableSpec",
     "guard_sql",
 ]

@@ -41,6 +41,7 @@ ALLOWED_FUNCTIONS: dict[type[exp.Expr], str] = {
     exp.Round: "round",
     exp.Length: "length",
     exp.Coalesce: "coalesce",
+    exp.Like: "like",
 }
 """sqlglot node -> the SQLite function it becomes; the sandbox's authorizer allows exactly these names."""
 
@@ -76,6 +77,7 @@ ALLOWED_NODES: frozenset[type[exp.Expr]] = frozenset(
         exp.Ordered,
         exp.Limit,
         exp.Offset,
+        exp.Escape,
         *ALLOWED_FUNCTIONS,
     }
 )

@@ -79,7 +79,7 @@ class LlmSql(BaseStructuredConnector):
                     {"role": "user", "content": f"That was refused: {refusal}. Reply again with the JSON object."},
                 ]
                 continue
-            labels, rows = sandbox.run(guarded, params)
+            labels, rows = cls.run_sql(sandbox, guarded, params)
             sources = _label_sources(guarded, table)
             restored = [
                 {label: table.restore(sources.get(label), value) for label, value in zip(labels, row)} for row in rows

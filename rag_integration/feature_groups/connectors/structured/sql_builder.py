@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from rag_integration.feature_groups.connectors.structured.plan import Condition, Output, QueryPlan
+from rag_integration.feature_groups.connectors.structured.plan import LIKE_ESCAPE, Condition, Output, QueryPlan
 
 AGGREGATES: dict[str, type[exp.Func]] = {
     "count": exp.Count,
@@ -30,6 +30,8 @@ def build_select(plan: QueryPlan, table_name: str) -> tuple[str, list[Any]]:
     params: list[Any] = []
     outputs = [_output(output) for output in plan.outputs] or [exp.Star()]
     select = exp.Select(expressions=outputs).from_(exp.to_table(table_name, quoted=True), copy=False)
+    if plan.distinct:
+        select = select.distinct(copy=False)
     if plan.where:
         groups = [exp.and_(*(_condition(item, params) for item in group), copy=False) for group in plan.where]
         select = select.where(exp.or_(*groups, copy=False), copy=False)
@@ -42,13 +44,18 @@ def build_select(plan: QueryPlan, table_name: str) -> tuple[str, list[Any]]:
     if plan.limit is not None:
         select = select.limit(exp.Placeholder(), copy=False)
         params.append(plan.limit)
+    if plan.offset is not None:
+        select = select.offset(exp.Placeholder(), copy=False)
+        params.append(plan.offset)
     return select.sql(dialect="sqlite", identify=True), params
 
 
 def _expression(output: Output) -> exp.Expr:
-    column = exp.column(output.column, quoted=True) if output.column else exp.Star()
+    column: exp.Expr = exp.column(output.column, quoted=True) if output.column else exp.Star()
     if output.function is None:
         return column
+    if output.distinct:
+        column = exp.Distinct(expressions=[column])
     return AGGREGATES[output.function](this=column)
 
 
@@ -61,10 +68,19 @@ def _output(output: Output) -> exp.Expr:
 
 def _condition(condition: Condition, params: list[Any]) -> exp.Expr:
     column = exp.column(condition.column, quoted=True)
+    operator = condition.operator
+    negated = operator.startswith("not ") or operator == "is not null"
     params.extend(condition.values)
-    if condition.operator == "between":
-        return exp.Between(this=column, low=exp.Placeholder(), high=exp.Placeholder())
-    if condition.operator in ("in", "not in"):
+    found: exp.Expr
+    if operator.endswith("null"):
+        found = exp.Is(this=column, expression=exp.Null())
+    elif operator.endswith("between"):
+        found = exp.Between(this=column, low=exp.Placeholder(), high=exp.Placeholder())
+    elif operator.endswith("in"):
         found = exp.In(this=column, expressions=[exp.Placeholder() for _ in condition.values])
-        return found if condition.operator == "in" else exp.Not(this=found)
-    return COMPARISONS[condition.operator](this=column, expression=exp.Placeholder())
+    elif operator.endswith("like"):
+        found = exp.Escape(this=exp.Like(this=column, expression=exp.Placeholder()), expression=exp.Placeholder())
+        params.append(LIKE_ESCAPE)
+    else:
+        return COMPARISONS[operator](this=column, expression=exp.Placeholder())
+    return exp.Not(this=found) if negated else found

@@ -1,0 +1,1058 @@
+"""The question parser: English about one table -> a ``QueryPlan``, in the manner of sqlglot's ``Parser``.
+
+Phrase tables are class attributes, each construct has one ``_parse_*`` method, and a cursor over the tokens
+matches phrases and retreats when a construct does not fit. A backend enables a set of constructs; a construct it
+does not enable is refused by name, so the base can point to a backend that has it. Every token must be
+understood: what is left over is refused, never turned into "list everything". Each construct looks ahead a
+bounded number of tokens and values are found by dict lookups of at most ``MAX_VALUE_WORDS`` words, so parsing is
+linear in the question's length; the deadline is checked as it goes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from collections.abc import Collection, Mapping
+from typing import ClassVar, NoReturn
+
+from rag_integration.feature_groups.connectors.structured.columns import INT64, ColumnSpec, is_iso_date
+from rag_integration.feature_groups.connectors.structured.lexicon import MAX_VALUE_WORDS, Lexicon, PlanningDeadline
+from rag_integration.feature_groups.connectors.structured.plan import (
+    LIKE_ESCAPE,
+    Condition,
+    OrderKey,
+    Output,
+    QueryPlan,
+    Staged,
+    median,
+    tie_kept,
+)
+from rag_integration.feature_groups.connectors.structured.tokens import Token, number_value, tokenize
+
+MAX_LIMIT = 1_000_000
+Where = tuple[tuple[Condition, ...], ...]
+PAY = ("salary", "salaries", "pay", "wage", "wages", "income", "earnings", "compensation")
+PRICE = ("price", "prices", "cost", "costs", "fee", "fees")
+RATING = ("rating", "ratings", "score", "scores", "stars", "grade")
+BIRTH = ("birth", "born", "dob", "birthday", "birthdate")
+WHEN = ("date", "day", "when", "time", "start", "created", "added", "released", "published", "held", "on")
+SIZE = ("size", "capacity", "attendees", "attendance", "population", "area", "quantity", "stock", "visitors", "guests")
+NEGATED = {"=": "!=", "!=": "=", ">": "<=", ">=": "<", "<": ">=", "<=": ">", "between": "not between", "in": "not in"}
+NEGATED.update({"like": "not like", "is null": "is not null", "is not null": "is null"})
+NEGATED.update({value: key for key, value in list(NEGATED.items()) if value.startswith("not ")})
+
+
+DESCRIPTIONS: dict[str, str] = {
+    "aggregate": "aggregate: '[what is the] average|minimum|maximum|total <column> [of <rows>] [filters] "
+    "[per|by|in each|for every <column>]'",
+    "median": "median: 'median <column> [filters]'",
+    "group": "grouped count: 'how many <rows> [filters] per|by|in each|for every <column>'",
+    "distinct_count": "distinct count: 'how many [different] <column plural>' ('how many cities')",
+    "superlative": "superlative: 'who earns the most', 'who has the highest <column>', 'the oldest|cheapest|latest "
+    "<row>' (every tied row)",
+    "count": "count: 'how many <rows> [are there] [filters]'",
+    "list": "list: '[list|show|which|who] [<columns> of] <rows> [filters] [ordered by|by <column> [descending]]', "
+    "or a bare '<rows> <filters>'; 'which|list <column plural>' gives distinct values",
+    "lookup": "lookup: '[what is] the <column> of <value>', \"<value>'s <column>\"",
+    "top": "top: '[list] top N <rows> by <column> [filters]', 'bottom N ... by <column>', 'the N cheapest <rows>'",
+    "filters": "filters: '<column> is [not] <value>[, <value> or <value>]', '[not] in <value>[ or <value>]', "
+    "'<column> over|above|at least|below|under|at most|between <number or date>', '<column> after|before|in <date, "
+    "year or month>', '<column> starts with|ends with|contains <text>', '<column> is [not] null', "
+    "'with|without <column>', 'earning|costing|hired <comparison>', joined by 'and'/'or'",
+}
+"""What each construct understands, quoted in a refusal; filters are always on."""
+
+
+def describe(constructs: Collection[str]) -> tuple[str, ...]:
+    return tuple(text for name, text in DESCRIPTIONS.items() if name in constructs or name == "filters")
+
+
+class NotUnderstood(Exception):
+    """Raised inside parsing with the reason; the backend turns it into ``InvalidOptionError`` on ``question``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Question:
+    """One question about one table: its text, tokens and the table's lexicon, and the deadline for planning it."""
+
+    def __init__(self, text: str, lexicon: Lexicon, deadline: PlanningDeadline) -> None:
+        self.text = text
+        self.lexicon = lexicon
+        self.table = lexicon.table
+        self.deadline = deadline
+        self.tokens: list[Token] = tokenize(text, self.fail)
+
+    def fail(self, reason: str) -> NoReturn:
+        raise NotUnderstood(reason)
+
+    def check_deadline(self) -> None:
+        self.deadline.check()
+
+
+_PHRASE_INDEX: dict[tuple[str, ...], dict[str, list[tuple[str, tuple[str, ...]]]]] = {}
+MAX_PHRASE_TABLES = 256
+
+
+def _phrase_index(phrases: tuple[str, ...]) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
+    """First word -> (phrase, its words), longest first: what ``Parser._match`` looks up."""
+    index: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    for phrase in phrases:
+        keys = tuple(phrase.split())
+        index.setdefault(keys[0], []).append((phrase, keys))
+    for entries in index.values():
+        entries.sort(key=lambda entry: -len(entry[1]))
+    if len(_PHRASE_INDEX) >= MAX_PHRASE_TABLES:
+        _PHRASE_INDEX.clear()
+    _PHRASE_INDEX[phrases] = index
+    return index
+
+
+class Parser:
+    """Recursive descent over one question's tokens; ``constructs`` are the constructs the backend enables."""
+
+    NAMES: ClassVar[Mapping[str, str]] = {
+        "aggregate": "an aggregate", "median": "a median", "group": "grouping", "distinct_count": "a distinct count",
+        "superlative": "the rows with the highest or lowest value", "lookup": "a lookup", "top": "the top N rows",
+        "order": "an ordering", "count": "a count", "list": "a listing",
+    }  # fmt: skip
+    LEADS: ClassVar[tuple[str, ...]] = (
+        "please", "can you", "could you", "would you", "can you tell me", "could you tell me", "tell me",
+        "i want to know", "i'd like to know", "i would like to know", "do you know", "i need", "i want",
+    )  # fmt: skip
+    COUNT_WORDS: ClassVar[tuple[str, ...]] = (
+        "how many", "count", "count the", "count all", "number of", "the number of", "what is the number of",
+        "what's the number of", "total number of", "the total number of", "what is the total number of",
+    )  # fmt: skip
+    AGGREGATE_LEADS: ClassVar[tuple[str, ...]] = (
+        "what is", "what's", "what was", "what are", "show", "show me", "give me", "compute", "calculate", "find",
+        "get", "list", "tell me", "how much is", "return",
+    )  # fmt: skip
+    AGGREGATES: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        "avg": ("average", "avg", "mean"),
+        "min": ("minimum", "min", "lowest", "smallest", "earliest"),
+        "max": ("maximum", "max", "highest", "largest", "biggest", "latest"),
+        "sum": ("total", "sum", "sum of", "total of"),
+        "median": ("median",),
+    }
+    LIST_WORDS: ClassVar[tuple[str, ...]] = (
+        "list", "list all", "show", "show me", "show all", "find", "find all", "get", "give me", "display", "return",
+        "what are", "which are", "which", "who", "what is", "what's", "what", "fetch",
+    )  # fmt: skip
+    EXISTENTIAL: ClassVar[tuple[str, ...]] = (
+        "are there", "are there any", "is there", "is there any", "is there a", "is there an", "do we have",
+        "do we have any", "does anyone", "do any", "does any", "any",
+    )  # fmt: skip
+    FILLER: ClassVar[tuple[str, ...]] = (
+        "are there", "is there", "do we have", "do i have", "does the table have", "exist", "exists", "in total",
+        "overall", "altogether", "in the table", "in the data", "please", "there are", "there", "currently",
+        "do we have in total", "are there in total", "are listed", "are recorded",
+    )  # fmt: skip
+    DISTINCT_WORDS: ClassVar[tuple[str, ...]] = ("distinct", "different", "unique", "separate")
+    GROUP_WORDS: ClassVar[tuple[str, ...]] = (
+        "per", "by", "for each", "for every", "in each", "in every", "grouped by", "group by", "broken down by",
+        "split by", "each",
+    )  # fmt: skip
+    ORDER_WORDS: ClassVar[tuple[str, ...]] = (
+        "ordered by", "sorted by", "order by", "sort by", "sorted on", "ordered on", "by",
+    )  # fmt: skip
+    DESCENDING: ClassVar[tuple[str, ...]] = (
+        "descending", "desc", "in descending order", "highest first", "largest first", "latest first",
+    )  # fmt: skip
+    ASCENDING: ClassVar[tuple[str, ...]] = (
+        "ascending", "asc", "in ascending order", "lowest first", "smallest first", "earliest first",
+    )  # fmt: skip
+    CONDITION_LEADS: ClassVar[frozenset[str]] = frozenset(
+        ["with", "where", "whose", "who", "that", "which", "having", "is", "are", "was", "were", "the", "a", "an",
+         "work", "works", "working", "live", "lives", "living", "based", "located", "have", "has", "do", "does",
+         "did", "who's"]
+    )  # fmt: skip
+    """Words that may introduce a filter ("who work in Berlin"); a column of the same name wins when compared."""
+    PRESENCE_LEADS: ClassVar[frozenset[str]] = frozenset(["with", "have", "has", "having"])
+    NEGATIONS: ClassVar[tuple[str, ...]] = (
+        "not", "is not", "isn't", "are not", "aren't", "was not", "wasn't", "does not", "doesn't", "do not",
+        "don't", "did not", "didn't", "never", "is not equal to", "does not equal", "not equal to", "!=", "<>",
+    )  # fmt: skip
+    EXCLUSIONS: ClassVar[tuple[str, ...]] = (
+        "except", "except for", "excluding", "other than", "outside", "outside of", "apart from", "but not",
+    )  # fmt: skip
+    ABSENCE: ClassVar[tuple[str, ...]] = (
+        "without", "without a", "without an", "without any", "with no", "no", "lacking", "lacking a", "missing",
+        "missing a", "missing an",
+    )  # fmt: skip
+    VALUE_PREPOSITIONS: ClassVar[tuple[str, ...]] = ("in", "from", "at", "in the", "from the", "at the")
+    EQUAL: ClassVar[tuple[str, ...]] = ("is equal to", "equal to", "equals", "is", "are", "was", "were", "=", "==")
+    COMPARATIVES: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        ">=": ("at least", "no less than", "not less than", "on or after", "since", ">=", "greater than or equal to"),
+        "<=": ("at most", "no more than", "not more than", "on or before", "up to", "<=", "less than or equal to",
+               "until"),
+        ">": ("over", "above", "more than", "greater than", "higher than", "exceeding", "after", "later than", ">",
+              "bigger than", "larger than"),
+        "<": ("below", "under", "less than", "lower than", "fewer than", "before", "earlier than", "<",
+              "smaller than"),
+    }  # fmt: skip
+    DATE_RANGES: ClassVar[tuple[str, ...]] = ("in", "during", "in the year", "within", "on")
+    TEXT_MATCHES: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        "{}%": ("starts with", "start with", "starting with", "begins with", "begin with", "beginning with"),
+        "%{}": ("ends with", "end with", "ending with"),
+        "%{}%": ("contains", "contain", "containing", "includes", "include", "including"),
+    }
+    NULL_WORDS: ClassVar[tuple[str, ...]] = (
+        "null", "empty", "missing", "unknown", "blank", "not set", "none", "not known", "not given",
+    )  # fmt: skip
+    NOT_NULL_WORDS: ClassVar[tuple[str, ...]] = ("not null", "not empty", "not missing", "known", "not blank")
+    JOINERS: ClassVar[tuple[str, ...]] = (", and", ", or", "and", "or", ",", "but")
+    IMPLICIT_AND: ClassVar[tuple[str, ...]] = (
+        "with",
+        "whose",
+        "where",
+        "who",
+        "that",
+        "having",
+        "without",
+        "in",
+        "from",
+    )
+    """Words that start another filter without 'and': "in Berlin with salary over 50k"."""
+    HIGH: ClassVar[tuple[str, ...]] = ("highest", "largest", "biggest", "greatest", "maximum", "max", "most", "latest")
+    LOW: ClassVar[tuple[str, ...]] = ("lowest", "smallest", "least", "minimum", "min", "earliest", "fewest")
+    MOST: ClassVar[Mapping[str, bool]] = {"the most": True, "most": True, "the least": False, "least": False}
+    SUPERLATIVES: ClassVar[Mapping[str, tuple[tuple[tuple[str, ...], bool, str | None], ...]]] = {
+        "oldest": ((("age",), True, "number"), (BIRTH, False, "date"), (WHEN, False, "date")),
+        "youngest": ((("age",), False, "number"), (BIRTH, True, "date")),
+        "newest": ((WHEN, True, "date"),),
+        "latest": ((WHEN, True, "date"),),
+        "most recent": ((WHEN, True, "date"),),
+        "earliest": ((WHEN, False, "date"),),
+        "cheapest": ((PRICE, False, "number"),),
+        "least expensive": ((PRICE, False, "number"),),
+        "most expensive": ((PRICE, True, "number"),),
+        "priciest": ((PRICE, True, "number"),),
+        "best paid": ((PAY, True, "number"),),
+        "highest paid": ((PAY, True, "number"),),
+        "top paid": ((PAY, True, "number"),),
+        "richest": ((PAY, True, "number"),),
+        "lowest paid": ((PAY, False, "number"),),
+        "worst paid": ((PAY, False, "number"),),
+        "best rated": ((RATING, True, "number"),),
+        "highest rated": ((RATING, True, "number"),),
+        "top rated": ((RATING, True, "number"),),
+        "best": ((RATING, True, "number"),),
+        "worst rated": ((RATING, False, "number"),),
+        "lowest rated": ((RATING, False, "number"),),
+        "worst": ((RATING, False, "number"),),
+        "largest": ((SIZE, True, "number"),),
+        "biggest": ((SIZE, True, "number"),),
+        "smallest": ((SIZE, False, "number"),),
+        "most popular": ((SIZE, True, "number"),),
+        "least popular": ((SIZE, False, "number"),),
+        "longest": ((("duration", "length", "minutes", "hours", "days"), True, "number"),),
+        "shortest": ((("duration", "length", "minutes", "hours", "days"), False, "number"),),
+        "heaviest": ((("weight",), True, "number"),),
+        "lightest": ((("weight",), False, "number"),),
+    }
+    """A superlative word -> (column words it may mean, descending, column kind), tried in order."""
+    COMPARATIVE_ADJECTIVES: ClassVar[Mapping[str, tuple[tuple[tuple[str, ...], str, str | None], ...]]] = {
+        "older than": ((("age",), ">", "number"), (BIRTH, "<", "date")),
+        "younger than": ((("age",), "<", "number"), (BIRTH, ">", "date")),
+        "cheaper than": ((PRICE, "<", "number"),),
+        "more expensive than": ((PRICE, ">", "number"),),
+        "pricier than": ((PRICE, ">", "number"),),
+        "longer than": ((("duration", "length", "minutes", "hours", "days"), ">", "number"),),
+        "shorter than": ((("duration", "length", "minutes", "hours", "days"), "<", "number"),),
+        "heavier than": ((("weight",), ">", "number"),),
+        "lighter than": ((("weight",), "<", "number"),),
+    }
+    VERBS: ClassVar[Mapping[str, tuple[tuple[str, ...], str | None]]] = {
+        **dict.fromkeys(("earns", "earn", "earning", "earned", "makes", "make", "making", "is paid", "are paid",
+                         "paid", "gets paid", "get paid", "getting paid"), (PAY, "number")),
+        **dict.fromkeys(("costs", "cost", "costing", "priced", "priced at", "sells for", "sell for", "selling for",
+                         "sold for"), (PRICE, "number")),
+        **dict.fromkeys(("hired", "joined", "started", "began", "employed", "were hired", "was hired"),
+                        (("hire", "hired", "start", "join", "joined", "joining", "employment"), "date")),
+        **dict.fromkeys(("born", "was born", "were born"), (BIRTH, "date")),
+        **dict.fromkeys(("aged",), (("age",), "number")),
+        **dict.fromkeys(("weighs", "weighing", "weigh"), (("weight",), "number")),
+        **dict.fromkeys(("rated", "scored", "scores", "scoring"), (RATING, "number")),
+        **dict.fromkeys(("held", "happened", "happens", "took place", "takes place", "scheduled", "happening",
+                         "occurs", "occurred", "is held", "was held", "are held", "were held", "taking place"),
+                        (WHEN, "date")),
+        **dict.fromkeys(("attended by", "lasts", "lasting", "lasted"),
+                        (("attendees", "attendance", "duration", "length"), "number")),
+        **dict.fromkeys(("in stock",), (("stock", "quantity"), "number")),
+    }  # fmt: skip
+    """A verb -> the column words it means ("earns" is the salary) and that column's kind."""
+    MONTHS: ClassVar[Mapping[str, int]] = {
+        name: number
+        for number, names in enumerate(
+            [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
+             ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
+             ("october", "oct"), ("november", "nov"), ("december", "dec")],
+            start=1,
+        )
+        for name in names
+    }  # fmt: skip
+    NUMBER_WORDS: ClassVar[Mapping[str, int]] = {"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
+    COMPARATIVE_PHRASES: ClassVar[tuple[str, ...]] = tuple(
+        phrase for phrases in COMPARATIVES.values() for phrase in phrases
+    )
+    TEXT_MATCH_PHRASES: ClassVar[tuple[str, ...]] = tuple(
+        phrase for phrases in TEXT_MATCHES.values() for phrase in phrases
+    )
+    COMPARISONS: ClassVar[tuple[str, ...]] = (*NEGATIONS, *EQUAL, "between", *COMPARATIVE_PHRASES, *TEXT_MATCH_PHRASES)
+    DATE_COMPARISONS: ClassVar[tuple[str, ...]] = (*COMPARISONS, *DATE_RANGES)
+    AGGREGATE_PHRASES: ClassVar[tuple[str, ...]] = tuple(
+        phrase for phrases in AGGREGATES.values() for phrase in phrases
+    )
+    CLAUSES: ClassVar[tuple[str, ...]] = (*GROUP_WORDS, *ORDER_WORDS, *FILLER, "top", "bottom")
+    STOP_WORDS: ClassVar[frozenset[str]] = frozenset(
+        ["and", "or", "order", "ordered", "sort", "sorted", "per", "by", "grouped", "group", "for", "top", "bottom",
+         "first", "limit", "with", "where", "whose", "having", "in", "from", "at", "who", "that", "which", "but"]
+    )  # fmt: skip
+    """Words that end an unquoted value no column stores: ``name is Zed and ...`` binds "Zed"."""
+
+    def __init__(self, question: Question, constructs: Collection[str]) -> None:
+        self.question = question
+        self.tokens = question.tokens
+        self.lexicon = question.lexicon
+        self.table = question.table
+        self.constructs = frozenset(constructs)
+        self.index = 0
+        self.unknown_owner = -1
+        """Where "<columns> of" was followed by no stored value: named in the refusal if parsing stops there."""
+
+    # The cursor.
+
+    def _peek(self, offset: int = 0) -> Token | None:
+        index = self.index + offset
+        return self.tokens[index] if index < len(self.tokens) else None
+
+    def _retreat(self, index: int) -> None:
+        self.index = index
+
+    def _match(self, *phrases: str) -> str | None:
+        """Consume the longest of ``phrases`` that the next tokens spell (case-insensitively) and return it.
+
+        Phrases are indexed by their first word (once per phrase table), so a match costs a dict lookup and a
+        check of the few phrases starting with the next word.
+        """
+        token = self._peek()
+        if token is None:
+            return None
+        index = _PHRASE_INDEX.get(phrases)
+        if index is None:
+            index = _phrase_index(phrases)
+        for phrase, keys in index.get(token.key, ()):
+            if all(
+                (token := self._peek(offset)) is not None and token.key == key
+                for offset, key in enumerate(keys[1:], start=1)
+            ):
+                self.index += len(keys)
+                return phrase
+        return None
+
+    def _ahead(self, *phrases: str) -> bool:
+        start = self.index
+        found = self._match(*phrases) is not None
+        self._retreat(start)
+        return found
+
+    def _skip_words(self, words: Collection[str]) -> list[str]:
+        """Pass over filler ``words``, but never a column that a comparison follows ("where a is x" has column a)."""
+        skipped: list[str] = []
+        while (token := self._peek()) is not None and token.key in words and not self._column_comparison_ahead():
+            skipped.append(token.key)
+            self.index += 1
+        return skipped
+
+    def _table_word_ahead(self) -> bool:
+        token = self._peek()
+        return token is not None and token.key in self.lexicon.table_words
+
+    def _skip_table_words(self) -> bool:
+        skipped = self._skip_words(self.lexicon.table_words | {"the", "all", "of", "every"})
+        return bool(set(skipped) & self.lexicon.table_words)
+
+    def _fail(self, reason: str) -> NoReturn:
+        raise NotUnderstood(reason)
+
+    def _require(self, construct: str, phrase: str) -> None:
+        if construct not in self.constructs:
+            self._fail(f"{phrase!r} asks for {self.NAMES[construct]}, which this backend does not compute")
+
+    def _finish(self) -> None:
+        self._match(*self.FILLER)
+        if self.index == self.unknown_owner < len(self.tokens):
+            value = self.tokens[self.index].value
+            self._fail(f"no text column holds the value {value!r}, so it names no row to look up")
+        if self.index < len(self.tokens):
+            rest = " ".join(token.text for token in self.tokens[self.index :])
+            self._fail(f"could not understand {rest!r}")
+
+    # Columns and values.
+
+    def _parse_column(self) -> tuple[ColumnSpec, bool] | None:
+        """The column named next, by its name or words, singular or plural (longest match), and whether plural."""
+        first = self._peek()
+        best = None
+        for spelling in self.lexicon.spellings.get(first.key if first else "", ()):
+            if (best is None or len(spelling.words) > len(best.words)) and all(
+                (token := self._peek(offset)) is not None and token.key == word
+                for offset, word in enumerate(spelling.words)
+            ):
+                best = spelling
+        if best is None:
+            return None
+        self.index += len(best.words)
+        return best.column, best.plural
+
+    def _column(self) -> ColumnSpec | None:
+        found = self._parse_column()
+        return None if found is None else found[0]
+
+    def _require_column(self, after: str, filler: Collection[str] = ()) -> ColumnSpec:
+        start = self.index
+        self._skip_words(filler)
+        column = self._column()
+        if column is None and self.index != start:
+            self._retreat(start)
+            column = self._column()
+        if column is None:
+            names = ", ".join(column.name for column in self.table.columns)
+            self._fail(f"expected a column after {after!r}, one of: {names}")
+        return column
+
+    def _comparison_ahead(self, column: ColumnSpec) -> bool:
+        """True when the next words compare ``column`` ("over", "is", "starts with"), without consuming them."""
+        return self._ahead(*(self.DATE_COMPARISONS if column.type == "date" else self.COMPARISONS))
+
+    def _column_comparison_ahead(self) -> bool:
+        start = self.index
+        column = self._column()
+        found = column is not None and self._comparison_ahead(column)
+        self._retreat(start)
+        return found
+
+    def _hinted_column(self, phrase: str, hints: tuple[str, ...], kind: str | None) -> ColumnSpec:
+        column = self.lexicon.column_hint(hints, kind)
+        if column is None:
+            self._fail(f"{phrase!r} names no column of this table; name the column")
+        return column
+
+    def _parse_number(self, after: str) -> int | float:
+        token = self._peek()
+        if token is None or token.kind != "number":
+            self._fail(f"expected a number after {after!r}")
+        self.index += 1
+        number = number_value(token.text)
+        word = self._match(*self.NUMBER_WORDS)
+        if word:
+            number = number * self.NUMBER_WORDS[word]
+        if isinstance(number, float) and not math.isfinite(number):
+            self._fail(f"{token.text} is outside the range SQLite stores")
+        if isinstance(number, int) and not INT64[0] <= number <= INT64[1]:
+            self._fail(f"{token.text} is outside the range SQLite stores")
+        return number
+
+    def _parse_int(self, after: str) -> int:
+        token = self._peek()
+        number = self._parse_number(after)
+        if not isinstance(number, int) or not 1 <= number <= MAX_LIMIT or token is None or "." in token.text:
+            self._fail(f"expected a whole number between 1 and {MAX_LIMIT} after {after!r}")
+        return number
+
+    def _parse_dates(self) -> tuple[str, str] | None:
+        """The first and last day an ISO date, a year ("2020") or a month ("March 2021") stands for."""
+        token = self._peek()
+        if token is None:
+            return None
+        if is_iso_date(token.value) and token.kind in ("date", "quoted"):
+            self.index += 1
+            return token.value, token.value
+        month = self.MONTHS.get(token.key)
+        year_token = self._peek(1 if month else 0)
+        if year_token is None or year_token.kind != "number" or not year_token.text.isdigit():
+            return None
+        if len(year_token.text) != 4 or not 1000 <= int(year_token.text) <= 9999:
+            return None
+        year = int(year_token.text)
+        self.index += 2 if month else 1
+        if month is None:
+            return f"{year}-01-01", f"{year}-12-31"
+        following = datetime.date(year + month // 12, month % 12 + 1, 1)
+        return datetime.date(year, month, 1).isoformat(), (following - datetime.timedelta(days=1)).isoformat()
+
+    def _ordered_condition(self, column: ColumnSpec, operator: str, after: str) -> Condition:
+        """``column <operator> <number or date>``; a year or month stands for its first or last day as fits."""
+        if column.numeric:
+            return Condition(column.name, operator, (self._parse_number(after),))
+        if column.type != "date":
+            self._fail(f"{after!r} needs a number or date column, but '{column.name}' is {column.type}")
+        dates = self._parse_dates()
+        if dates is None:
+            self._fail(f"expected a date (YYYY-MM-DD, a year or a month and year) after '{column.name} {after}'")
+        first, last = dates
+        if operator in ("=", "!="):
+            if first == last:
+                return Condition(column.name, operator, (first,))
+            return Condition(column.name, "between" if operator == "=" else "not between", (first, last))
+        return Condition(column.name, operator, (last if operator in (">", "<=") else first,))
+
+    def _value_tokens(self, limit: int) -> list[Token]:
+        """Up to ``limit`` words, numbers or commas ahead (not starting with a comma): where a stored value may be."""
+        tokens: list[Token] = []
+        while len(tokens) < limit and (token := self._peek(len(tokens))) is not None:
+            if token.kind not in ("word", "number", "date", "comma") or (token.kind == "comma" and not tokens):
+                break
+            tokens.append(token)
+        return tokens
+
+    def _parse_stored_value(self, column: ColumnSpec | None) -> tuple[str, dict[str, tuple[str, ...]]] | None:
+        """The longest next words that a text column stores (``column``'s, or any), with who stores them how."""
+        first = self._peek()
+        if first is not None and first.kind == "quoted":
+            wanted = first.value.casefold()
+            holders = {
+                name: exact
+                for name, values in self.lexicon.holders(first.value).items()
+                if (column is None or name == column.name)
+                and (exact := tuple(value for value in values if value.casefold() == wanted))
+            }
+            if column is None and not holders:
+                return None
+            self.index += 1
+            return first.value, holders
+        tokens = self._value_tokens(MAX_VALUE_WORDS)
+        for size in range(len(tokens), 0, -1):
+            if tokens[size - 1].kind == "comma":
+                continue
+            text = " ".join(token.text for token in tokens[:size])
+            if text.endswith(("'s", "\u2019s")) and size == 1:
+                continue
+            holders = self.lexicon.holders(text)
+            if column is not None:
+                holders = {name: values for name, values in holders.items() if name == column.name}
+            if holders:
+                self.index += size
+                return text, holders
+        return None
+
+    def _parse_value_list(self, column: ColumnSpec, first: tuple[str, ...]) -> tuple[str, ...]:
+        """More values of ``column`` after the first: "Berlin, Munich and Hamburg", "Berlin or Munich"."""
+        values = dict.fromkeys(first)
+        while True:
+            self.question.check_deadline()
+            start = self.index
+            if self._match(*self.JOINERS) is None:
+                break
+            self._match(*self.VALUE_PREPOSITIONS)
+            found = self._parse_stored_value(column)
+            if found is None or self._comparison_ahead(column):
+                self._retreat(start)
+                break
+            values.update(dict.fromkeys(found[1].get(column.name, (found[0],))))
+        return tuple(values)
+
+    def _text_condition(self, column: ColumnSpec, values: tuple[str, ...], negated: bool) -> Condition:
+        operator = "=" if len(values) == 1 else "in"
+        return Condition(column.name, NEGATED[operator] if negated else operator, values)
+
+    # Filters.
+
+    def _parse_conditions(self) -> Where:
+        """Filters joined by and/or (and binds tighter, as in SQL), as OR-groups of AND-ed conditions.
+
+        A joiner with no filter after it is left unread, so ``_finish`` refuses the question instead of dropping it.
+        """
+        groups: list[tuple[Condition, ...]] = []
+        current: list[Condition] = []
+        joiner: str | None = None
+        before = self.index
+        while (condition := self._parse_condition()) is not None:
+            self.question.check_deadline()
+            if joiner is not None and joiner.endswith("or"):
+                groups.append(tuple(current))
+                current = []
+            current.append(condition)
+            before = self.index
+            joiner = self._match(*self.JOINERS)
+            if joiner is None and not self._ahead(*self.IMPLICIT_AND, *self.VERBS, *self.COMPARATIVE_ADJECTIVES):
+                break
+        else:
+            self._retreat(before)
+        if current:
+            groups.append(tuple(current))
+        return tuple(groups)
+
+    def _clause_ahead(self) -> bool:
+        return self._ahead(*self.CLAUSES)
+
+    def _parse_condition(self) -> Condition | None:
+        start = self.index
+        if self._clause_ahead():
+            return None
+        leads = self._skip_words(self.CONDITION_LEADS)
+        negated = self._match(*self.NEGATIONS) is not None
+        if negated:
+            leads += self._skip_words(self.CONDITION_LEADS)
+        if self._match(*self.EXCLUSIONS):
+            return self._parse_value_filter(not negated)
+        if self._match(*self.ABSENCE):
+            absent = self._require_column("without", filler=("a", "an", "any"))
+            return Condition(absent.name, "is not null" if negated else "is null")
+        if not self._column_comparison_ahead() and self._match(*self.VALUE_PREPOSITIONS):
+            return self._parse_value_filter(negated)
+        condition = self._parse_hinted_condition(negated)
+        if condition is not None:
+            return condition
+        column = self._column()
+        if column is not None:
+            if self._comparison_ahead(column):
+                return self._parse_comparison(column, negated)
+            if set(leads) & self.PRESENCE_LEADS:
+                return Condition(column.name, "is null" if negated else "is not null")
+            self._fail(f"expected a comparison after column '{column.name}' (is, over, at least, between, ...)")
+        if self._comparison_word_ahead():
+            return self._parse_unnamed_comparison(negated)
+        if negated:
+            self._fail("expected a filter after 'not'")
+        self._retreat(start)
+        return None
+
+    def _comparison_word_ahead(self) -> bool:
+        return self._ahead(*self.COMPARATIVE_PHRASES, "between")
+
+    def _parse_hinted_condition(self, negated: bool) -> Condition | None:
+        """A verb or a comparative adjective standing for its column: "earning more than 50k", "older than 30"."""
+        adjective = self._match(*self.COMPARATIVE_ADJECTIVES)
+        if adjective is not None:
+            for hints, operator, kind in self.COMPARATIVE_ADJECTIVES[adjective]:
+                column = self.lexicon.column_hint(hints, kind)
+                if column is not None:
+                    condition = self._ordered_condition(column, operator, adjective)
+                    return self._negated(condition) if negated else condition
+            self._fail(f"{adjective!r} names no column of this table; name the column")
+        start = self.index
+        verb = self._match(*self.VERBS)
+        if verb is None:
+            return None
+        if self._ahead(*self.MOST, "the highest", "the lowest"):
+            self._retreat(start)
+            return None
+        hints, kind = self.VERBS[verb]
+        column = self._hinted_column(verb, hints, kind)
+        if self._comparison_ahead(column):
+            return self._parse_comparison(column, negated)
+        return self._parse_comparison(column, negated, implied_equal=True)
+
+    def _parse_unnamed_comparison(self, negated: bool) -> Condition:
+        """ "over 50k", "before 2020": the table's only number column, or its only date column for a date."""
+        start = self.index
+        self._match(*self.COMPARATIVE_PHRASES, "between")
+        token = self._peek()
+        kind = "date" if token is not None and (token.kind == "date" or self._parse_dates() is not None) else "number"
+        self._retreat(start)
+        column = self.lexicon.column_hint((), kind)
+        if column is None:
+            self._fail(f"name the {kind} column to compare, e.g. '<column> over ...'")
+        return self._parse_comparison(column, negated)
+
+    def _negated(self, condition: Condition) -> Condition:
+        return Condition(condition.column, NEGATED[condition.operator], condition.values)
+
+    def _parse_comparison(self, column: ColumnSpec, negated: bool, implied_equal: bool = False) -> Condition:
+        """What is said of ``column``: "is [not] x", "over 5", "starts with A", "is null", "in 2021", ...
+
+        Negations ("is not", "not", "does not") are counted in a loop, so no run of them can exhaust the stack.
+        """
+        said_is = implied_equal
+        while (word := self._match(*self.NEGATIONS, *self.EQUAL)) is not None:
+            said_is = True
+            negated = negated != (word in self.NEGATIONS)
+        condition = self._parse_positive_comparison(column, said_is, negated)
+        return self._negated(condition) if negated else condition
+
+    def _parse_positive_comparison(self, column: ColumnSpec, said_is: bool, negated: bool) -> Condition:
+        null = self._parse_null(column)
+        if null is not None:
+            return null
+        for pattern, phrases in self.TEXT_MATCHES.items():
+            phrase = self._match(*phrases)
+            if phrase is not None:
+                return self._parse_text_match(column, pattern, phrase)
+        if self._match("between"):
+            low = self._ordered_condition(column, ">=", "between").values[0]
+            if not self._match("and", "to"):
+                self._fail(f"expected 'and' in '{column.name} between ... and ...'")
+            return Condition(column.name, "between", (low, self._ordered_condition(column, "<=", "between").values[0]))
+        for operator, phrases in self.COMPARATIVES.items():
+            phrase = self._match(*phrases)
+            if phrase is not None:
+                return self._ordered_condition(column, operator, phrase)
+        if column.type == "date" and self._match(*self.DATE_RANGES):
+            return self._ordered_condition(column, "=", "in")
+        if column.type == "text" and self._match("in", "one of", "any of"):
+            said_is = True
+        if said_is:
+            return self._parse_equality(column, negated)
+        self._fail(f"expected a comparison after column '{column.name}' (is, over, at least, below, between, ...)")
+
+    def _parse_null(self, column: ColumnSpec) -> Condition | None:
+        start = self.index
+        if column.type == "text" and self._parse_stored_value(column) is not None:
+            self._retreat(start)
+            return None
+        if self._match(*self.NOT_NULL_WORDS):
+            return Condition(column.name, "is not null")
+        if self._match(*self.NULL_WORDS):
+            return Condition(column.name, "is null")
+        return None
+
+    def _parse_text_match(self, column: ColumnSpec, pattern: str, phrase: str) -> Condition:
+        if column.type != "text":
+            self._fail(f"{phrase!r} needs a text column, but '{column.name}' is {column.type}")
+        text = self._parse_free_text()
+        if not text:
+            self._fail(f"expected text after '{column.name} {phrase}'")
+        escaped = "".join(LIKE_ESCAPE + char if char in "%_" + LIKE_ESCAPE else char for char in text)
+        return Condition(column.name, "like", (pattern.format(escaped),))
+
+    def _parse_equality(self, column: ColumnSpec, negated: bool) -> Condition:
+        """``column is [not] value``; a text value matches every stored spelling that equals it case-insensitively."""
+        if column.numeric or column.type == "date":
+            return self._ordered_condition(column, "=", "is not" if negated else "is")
+        found = self._parse_stored_value(column)
+        if found is not None:
+            text, holders = found
+            return self._text_condition(
+                column, self._parse_value_list(column, holders.get(column.name, (text,))), False
+            )
+        text = self._parse_free_text()
+        if not text:
+            self._fail(f"expected a value after '{column.name} is'")
+        return self._text_condition(column, self._parse_value_list(column, (text,)), False)
+
+    def _parse_free_text(self) -> str:
+        """A quoted value, or the words up to the next stop word: text no column needs to store."""
+        token = self._peek()
+        if token is not None and token.kind == "quoted":
+            self.index += 1
+            return token.value
+        words: list[str] = []
+        while (token := self._peek()) is not None and token.kind in ("word", "number", "date"):
+            if token.key in self.STOP_WORDS:
+                break
+            words.append(token.text)
+            self.index += 1
+        return " ".join(words)
+
+    def _parse_value_filter(self, negated: bool) -> Condition:
+        """A value without its column ("in Berlin", "in March 2021"): the column storing it; the longest match wins."""
+        start = self.index
+        dates = self._parse_dates()
+        if dates is not None:
+            column = self.lexicon.column_hint((), "date")
+            if column is None:
+                names = [column.name for column in self.table.columns if column.type == "date"] or ["none"]
+                self._fail(f"a date needs its column named, one of the date columns: {', '.join(names)}")
+            self._retreat(start)
+            condition = self._ordered_condition(column, "=", "in")
+            return self._negated(condition) if negated else condition
+        found = self._parse_stored_value(None)
+        if found is None:
+            shown = " ".join(token.text for token in self._value_tokens(MAX_VALUE_WORDS)) or "(nothing)"
+            self._fail(f"no text column holds the value {shown!r}; name the column, e.g. '<column> is {shown}'")
+        text, holders = found
+        if len(holders) > 1:
+            self._fail(f"the value {text!r} is in several columns ({', '.join(sorted(holders))}); name one")
+        name, variants = next(iter(holders.items()))
+        column = self.table.column(name)
+        assert column is not None
+        named = self._column()
+        if named not in (None, column):
+            self._fail(f"the value {text!r} is in column '{name}'")
+        return self._text_condition(column, self._parse_value_list(column, variants), negated)
+
+    # Clauses.
+
+    def _parse_group(self) -> ColumnSpec | None:
+        phrase = self._match(*self.GROUP_WORDS)
+        if phrase is None:
+            return None
+        self._require("group", phrase)
+        return self._require_column(phrase)
+
+    def _parse_order(self) -> tuple[ColumnSpec, bool] | None:
+        start = self.index
+        self._match(",")
+        phrase = self._match(*self.ORDER_WORDS)
+        if phrase is None:
+            self._retreat(start)
+            return None
+        self._require("order", phrase)
+        column = self._require_column(phrase)
+        descending = self._match(*self.DESCENDING) is not None
+        if not descending:
+            self._match(*self.ASCENDING)
+        return column, descending
+
+    def _parse_top(self) -> tuple[int, ColumnSpec, bool] | None:
+        """ "top 3 by salary" (highest first), "bottom 3 by salary", "the 3 cheapest products"."""
+        start = self.index
+        self._match(",")
+        word = self._match("top", "bottom")
+        if word is not None:
+            self._require("top", word)
+            count = self._parse_int(word)
+            self._skip_table_words()
+            if self._match("by"):
+                return count, self._require_column(f"{word} {count} by"), word == "top"
+            extreme = self._parse_superlative()
+            if extreme is None:
+                self._fail(f"'{word} N' needs 'by <column>'")
+            return count, extreme[0], extreme[1] if word == "top" else not extreme[1]
+        self._match("the")
+        token = self._peek()
+        if token is not None and token.kind == "number":
+            count = self._parse_int("the")
+            extreme = self._parse_superlative()
+            if extreme is not None:
+                self._require("top", f"the {count} ...")
+                return count, extreme[0], extreme[1]
+        self._retreat(start)
+        return None
+
+    def _parse_superlative(self) -> tuple[ColumnSpec, bool] | None:
+        """ "the highest salary", "the oldest", "the most expensive", "earns the most": a column and its direction."""
+        start = self.index
+        self._match("the")
+        word = self._match(*self.HIGH, *self.LOW)
+        if word is not None:
+            column = self._column()
+            if column is not None:
+                return column, word in self.HIGH
+            self._retreat(start)
+            self._match("the")
+        adjective = self._match(*self.SUPERLATIVES)
+        if adjective is not None:
+            for hints, descending, kind in self.SUPERLATIVES[adjective]:
+                column = self.lexicon.column_hint(hints, kind)
+                if column is not None:
+                    return column, descending
+            self._fail(f"{adjective!r} names no column of this table; name it, e.g. 'the highest <column>'")
+        self._retreat(start)
+        verb = self._match(*self.VERBS)
+        most = self._match(*self.MOST, "the highest", "the lowest") if verb else None
+        if verb is None or most is None:
+            self._retreat(start)
+            return None
+        hints, kind = self.VERBS[verb]
+        return self._hinted_column(verb, hints, kind), most in ("the most", "most", "the highest")
+
+    def _parse_tail(self, *, group: bool) -> tuple[Where, ColumnSpec | None]:
+        """Filters and a group in either order, with filler between ("... are there in Berlin per city")."""
+        self._match(*self.FILLER)
+        where = self._parse_conditions()
+        grouped = self._parse_group() if group else None
+        self._match(*self.FILLER)
+        if not where:
+            where = self._parse_conditions()
+        if grouped is None and group:
+            grouped = self._parse_group()
+        return where, grouped
+
+    # Intents.
+
+    def parse(self) -> QueryPlan | Staged:
+        self.question.check_deadline()
+        while self._match(*self.LEADS):
+            pass
+        for intent in (self._parse_count, self._parse_aggregate, self._parse_listing):
+            start = self.index
+            plan = intent()
+            if plan is not None:
+                return plan
+            self._retreat(start)
+        self._fail("could not understand it: it starts with no count, aggregate or list word")
+
+    def _parse_count(self) -> QueryPlan | None:
+        """ "how many employees are there in Berlin", "how many cities", "number of employees per city"."""
+        phrase = self._match(*self.COUNT_WORDS)
+        if phrase is None:
+            return None
+        self._require("count", phrase)
+        self._skip_words({"the", "all"})
+        distinct = self._match(*self.DISTINCT_WORDS)
+        column = None
+        if not self._table_word_ahead() or distinct:
+            before = self.index
+            column = self._column()
+            if column is not None and not self._ahead(*self.FILLER) and self._comparison_ahead(column):
+                self._retreat(before)
+                column = None
+        if distinct and column is None:
+            self._fail(f"expected a column after {distinct!r}")
+        if column is not None:
+            self._require("distinct_count", f"{phrase} {column.name}")
+            self._skip_words({"of", "among", "across", "for"})
+        self._skip_table_words()
+        where, group = self._parse_tail(group=True)
+        self._finish()
+        label = self.table.free_label("count", "row_count")
+        counted = Output(label, None if column is None else column.name, "count", column is not None)
+        return self._grouped(counted, where, group)
+
+    def _grouped(self, value: Output, where: Where, group: ColumnSpec | None) -> QueryPlan:
+        if group is None:
+            return QueryPlan(outputs=(value,), where=where)
+        key = Output(group.name, group.name)
+        return QueryPlan(outputs=(key, value), where=where, group_by=key, order_by=(OrderKey(key),))
+
+    def _parse_aggregate(self) -> QueryPlan | Staged | None:
+        """ "average salary per department", "what is the median salary", "total salary of employees in sales"."""
+        self._match(*self.AGGREGATE_LEADS)
+        self._match("the")
+        phrase = self._match(*self.AGGREGATE_PHRASES)
+        if phrase is None:
+            return None
+        function = next(name for name, phrases in self.AGGREGATES.items() if phrase in phrases)
+        start = self.index
+        self._skip_words({"of", "the"})
+        column = self._column()
+        if column is None:
+            self._retreat(start)
+            column = self._column()
+        if column is None:
+            return None
+        self._require("median" if function == "median" else "aggregate", phrase)
+        if function in ("avg", "sum", "median") and not column.numeric:
+            self._fail(f"'{phrase}' needs a number column, but '{column.name}' is {column.type}")
+        if not self._ahead(*self.GROUP_WORDS):
+            self._skip_words({"of", "for", "among", "across"})
+        self._skip_table_words()
+        where, group = self._parse_tail(group=True)
+        self._finish()
+        label = self.table.free_label(f"{function}_{column.name}")
+        if function == "median":
+            if group is not None:
+                self._fail("a median per group is not computed; ask for one group at a time")
+            return median(QueryPlan(where=where), column.name, label)
+        return self._grouped(Output(label, column.name, function), where, group)
+
+    def _parse_listing(self) -> QueryPlan | Staged | None:
+        """Rows: "list employees in Berlin", "employees in Berlin", "who earns the most", "the salary of Alice"."""
+        lead = self._match(*self.LIST_WORDS) or self._match(*self.EXISTENTIAL)
+        self._skip_words({"the", "all", "me", "any", "every"})
+        distinct = self._match(*self.DISTINCT_WORDS) is not None
+        where: Where = ()
+        owner = self._parse_possessive()
+        top = self._parse_top()
+        shown, plural, of = self._parse_projection() if top is None else ((), False, False)
+        named = self._skip_table_words()
+        if not shown and top is None:
+            shown, plural, of = self._parse_projection()
+            named = self._skip_table_words() or named
+        if top is None and (top := self._parse_top()) is not None:
+            named = self._skip_table_words() or named
+        if of and not named and owner is None and top is None:
+            owner = self._parse_owner()
+        before = self.index
+        if shown and not named and self._match("have", "has", "with") and not self._skip_table_words():
+            self._retreat(before)
+        where = ((owner,),) if owner is not None else ()
+        extreme = self._parse_extreme()
+        if extreme is not None:
+            self._skip_table_words()
+        more, _ = self._parse_tail(group=False)
+        extreme = extreme or self._parse_extreme()
+        where = tuple((*first, *second) for first in where for second in more) if where and more else where or more
+        order = self._parse_order()
+        top = top or self._parse_top()
+        self._finish()
+        if lead is None and not (where or extreme or order or top):
+            self._fail("a bare table or column name would list everything; say 'list ...' or add a filter")
+        if top is not None and (order or extreme):
+            self._fail("use one of 'top N by <column>', 'ordered by <column>' or 'the highest <column>'")
+        outputs = tuple(Output(column.name, column.name) for column in shown)
+        if distinct or (shown and plural and not named and owner is None and extreme is None and top is None):
+            keys = tuple(OrderKey(output) for output in outputs)
+            return QueryPlan(outputs, where, order_by=keys, distinct=True)
+        rows = QueryPlan(outputs, where)
+        if extreme is not None:
+            return tie_kept(rows, extreme[0].name, extreme[1])
+        if top is not None:
+            count, column, descending = top
+            return QueryPlan(outputs, where, order_by=self._order(shown, column, descending), limit=count)
+        if order is not None:
+            return QueryPlan(outputs, where, order_by=self._order(shown, *order))
+        return rows
+
+    def _parse_extreme(self) -> tuple[ColumnSpec, bool] | None:
+        start = self.index
+        self._skip_words({"is", "are", "was", "were", "has", "have", "had", "with", "that", "which", "who", "whose"})
+        extreme = self._parse_superlative()
+        if extreme is None:
+            self._retreat(start)
+            return None
+        self._require("superlative", " ".join(token.text for token in self.tokens[start : self.index]))
+        return extreme
+
+    def _parse_possessive(self) -> Condition | None:
+        """ "Alice's salary": a stored value with 's, naming the row whose columns follow."""
+        token = self._peek()
+        if token is None or token.kind != "word" or not token.key.endswith(("'s", "\u2019s")):
+            return None
+        holders = self.lexicon.holders(token.text[:-2])
+        if not holders:
+            return None
+        self.index += 1
+        self._require("lookup", token.text)
+        column, variants = self._owner_column(holders)
+        return self._text_condition(column, variants, False)
+
+    def _owner_column(self, holders: Mapping[str, tuple[str, ...]]) -> tuple[ColumnSpec, tuple[str, ...]]:
+        """The row a lookup names: by the first column (in table order) storing the value, usually its name."""
+        column = next(column for column in self.table.columns if column.name in holders)
+        return column, holders[column.name]
+
+    def _parse_owner(self) -> Condition | None:
+        """The value after "<columns> of" in a lookup: "the salary of Alice" names the row by a stored value."""
+        found = self._parse_stored_value(None)
+        if found is None:
+            self.unknown_owner = self.index
+            return None
+        self._require("lookup", found[0])
+        column, variants = self._owner_column(found[1])
+        return self._text_condition(column, self._parse_value_list(column, variants), False)
+
+    def _parse_projection(self) -> tuple[tuple[ColumnSpec, ...], bool, bool]:
+        """Columns named as what to show ("name and salary of ..."), whether all plural, and whether "of" followed.
+
+        None when a filter starts there. A joiner with no column after it ("show name and") is left unread, so
+        ``_finish`` refuses the question.
+        """
+        start = before = self.index
+        columns: list[ColumnSpec] = []
+        plural = True
+        while not self._table_word_ahead() and (found := self._parse_column()) is not None:
+            self.question.check_deadline()
+            columns.append(found[0])
+            plural = plural and found[1]
+            before = self.index
+            if not self._match(",", "and", ", and"):
+                break
+        else:
+            self._retreat(before)
+        if not columns or self._comparison_ahead(columns[-1]):
+            self._retreat(start)
+            return (), False, False
+        of = self._match("of", "for", "from") is not None
+        return tuple(dict.fromkeys(columns)), plural, of
+
+    def _order(self, shown: tuple[ColumnSpec, ...], column: ColumnSpec, descending: bool) -> tuple[OrderKey, ...]:
+        """Sort by ``column``, then by every other shown column, so ties come out the same in every run."""
+        rest = [other for other in (shown or self.table.columns) if other != column]
+        keys = [OrderKey(Output(column.name, column.name), descending)]
+        return (*keys, *(OrderKey(Output(other.name, other.name)) for other in rest))
