@@ -40,9 +40,11 @@ class RecordingSandbox(SqliteSandbox):
         super().__init__(table, time_limit=5.0, max_rows=10_000)
         self.ran: list[tuple[str, list[Any]]] = []
 
-    def run(self, sql: str, params: Sequence[Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
+    def run(
+        self, sql: str, params: Sequence[Any], *, time_limit: float | None = None
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
         self.ran.append((sql, list(params)))
-        return super().run(sql, params)
+        return super().run(sql, params, time_limit=time_limit)
 
 
 def employees() -> TableSpec:
