@@ -13,6 +13,7 @@ from rag_integration.core.errors import ConnectorError, InvalidOptionError
 from rag_integration.core.extras import modules_installed
 from rag_integration.core.frames import FrameAdapter, adapter_for, framework_classes
 from rag_integration.core.options import OptionReader
+from rag_integration.core.progress import showing_progress, step
 from rag_integration.core.schema import Shape, passages_shape
 
 
@@ -84,7 +85,11 @@ class SelectorFeatureGroup(FeatureGroup):
         options = _single_request_options(features, cls.FEATURE_NAME)
         reader = OptionReader(options, owner=f"{cls.__name__} ({cls.FEATURE_NAME})")
         adapter = adapter_for(next(iter(features.features)).get_compute_framework().get_class_name())
-        return cls.answer_frame(adapter, data, reader)
+        with (
+            showing_progress(reader.boolean("show_progress", default=False)),
+            step(f"{cls.FEATURE_NAME} ({cls.BACKEND})"),
+        ):
+            return cls.answer_frame(adapter, data, reader)
 
     @classmethod
     def answer_frame(cls, adapter: FrameAdapter, data: Any, reader: OptionReader) -> Any:

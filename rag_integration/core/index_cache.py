@@ -22,6 +22,7 @@ from typing import Any
 
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.options import OptionReader
+from rag_integration.core.progress import step
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_VERSION = 1
@@ -112,10 +113,12 @@ class IndexCache:
                 return index
             index = None
             if folder is not None and load is not None and _manifest_matches(folder, key):
-                index = load(folder)
+                with step(f"loading the {key.backend} index from {folder}"):
+                    index = load(folder)
                 self.stats.loads += 1
             if index is None:
-                index = build()
+                with step(f"building the {key.backend} index"):
+                    index = build()
                 self.stats.builds += 1
                 if folder is not None and save is not None:
                     _save_atomically(folder, key, index, save)
