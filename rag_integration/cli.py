@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -40,32 +39,28 @@ class _Commands(TyperGroup):
         **extra: Any,
     ) -> Any:
         arguments = list(sys.argv[1:] if args is None else args)
-        code = _run(lambda: super(_Commands, self).main(arguments, prog_name or PROG, complete_var, False, **extra))
+        debug = "--debug" in arguments[: arguments.index("--") if "--" in arguments else None]
+        code = _run(
+            lambda: super(_Commands, self).main(arguments, prog_name or PROG, complete_var, False, **extra), debug
+        )
         if standalone_mode:
             sys.exit(code)
         return code
 
 
-def _run(command: Any) -> int:
-    debug = "--debug" in sys.argv[1:] or _DEBUG[0]
+def _run(command: Any, debug: bool) -> int:
     try:
         returned = command()
-    except click.UsageError as error:
-        return _fail(2, error.format_message(), debug, error)
-    except click.ClickException as error:
-        return _fail(error.exit_code, error.format_message(), debug, error)
-    except click.Abort as error:
+    except typer.Abort as error:
         return _fail(1, "aborted", debug, error)
     except ConnectorError as error:
         return _fail(1, f"{type(error).__name__}: {error}", debug, error)
     except Exception as error:
+        if hasattr(error, "format_message") and hasattr(error, "exit_code"):  # click's (typer vendors its own click)
+            usage = any(kind.__name__ == "UsageError" for kind in type(error).__mro__)
+            return _fail(2 if usage else int(error.exit_code), error.format_message(), debug, error)
         return _fail(1, f"unexpected {type(error).__name__}: {error}", debug, error)
-    finally:
-        _DEBUG[0] = False
     return returned if isinstance(returned, int) else 0
-
-
-_DEBUG = [False]
 
 
 def _fail(code: int, message: str, debug: bool, error: BaseException) -> int:
@@ -90,9 +85,9 @@ app = typer.Typer(
 
 @app.callback()
 def _options(
-    debug: Annotated[bool, typer.Option("--debug", help="show tracebacks")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="show the traceback of a failure")] = False,
 ) -> None:
-    _DEBUG[0] = debug
+    """Read by ``_Commands.main`` before the command runs."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
