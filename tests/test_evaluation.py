@@ -180,6 +180,7 @@ def test_a_smart_collection_loads_with_positional_query_ids_and_cranfield_gains(
         ("corpus.jsonl", '{"_id": "a", "text": "x"}\n{not json\n', "line 2: invalid JSON"),
         ("corpus.jsonl", '{"_id": "a", "text": 5}\n', "line 1: 'text' is 5"),
         ("corpus.jsonl", '["a"]\n', "a JSON list"),
+        ("corpus.jsonl", "[" * 100_000 + "\n", "unreadable JSON"),
         ("corpus.jsonl", '{"_id": "a", "text": "x"}\n{"_id": "a", "text": "y"}\n', "duplicate _id 'a'"),
         ("corpus.jsonl", b'{"_id": "a", "text": "\xff"}\n', "not UTF-8"),
         ("queries.jsonl", '{"_id": "", "text": "x"}\n', "'_id' is ''"),

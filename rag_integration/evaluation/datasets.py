@@ -151,8 +151,10 @@ def _json_lines(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
             continue
         try:
             record = json.loads(line)
-        except ValueError as error:
+        except json.JSONDecodeError as error:
             raise DatasetFormatError(path, number, f"invalid JSON ({error.msg})", "one JSON object a line") from error
+        except (ValueError, RecursionError) as error:  # a number too long for int(), nesting too deep to parse
+            raise DatasetFormatError(path, number, "unreadable JSON", "one JSON object a line") from error
         if not isinstance(record, dict):
             raise DatasetFormatError(path, number, f"a JSON {type(record).__name__}", "one JSON object a line")
         yield number, record
@@ -161,7 +163,8 @@ def _json_lines(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
 def _smart_records(path: Path) -> Iterator[tuple[int, str, dict[str, str]]]:
     """(line of ``.I``, its id, {field letter: text}) per record. A field given twice in one record is joined (two
     Cranfield documents repeat ``.W``); text before the first ``.I`` or under an unknown field is refused."""
-    start, record_id, fields, field = 0, "", {}, ""
+    start, record_id, field = 0, "", ""
+    fields: dict[str, list[str]] = {}
     for number, line in _lines(path):
         if line.startswith(".I"):
             if record_id:
