@@ -258,3 +258,18 @@ def test_the_shared_collections_load_with_their_published_counts() -> None:
 def test_dataset_judgements_follow_query_order() -> None:
     dataset = Dataset("d", [], {"b": "x", "a": "y"}, {"a": {"1": 1}, "b": {"2": 1}})
     assert dataset.judgements() == [{"2": 1}, {"1": 1}] and dataset.query_ids == ["b", "a"]
+
+
+def test_progress_is_logged_always_and_drawn_only_when_asked(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    options: dict[str, Any] = {"retrieve_backend": "bm25s", "query_text": "cat", "corpus": CORPUS[:3]}
+    with caplog.at_level("INFO", logger="rag_integration"):
+        run_feature("retrieved_passages", options, {Bm25sRetriever})
+    assert "retrieved_passages (bm25s) ..." in caplog.text and "building the bm25s index" in caplog.text
+    assert capsys.readouterr().err == ""  # off by default
+    run_feature("retrieved_passages", {**options, "corpus": CORPUS[1:], "show_progress": True}, {Bm25sRetriever})
+    drawn = capsys.readouterr().err
+    assert "retrieved_passages (bm25s)" in drawn and "building the bm25s index" in drawn
+    with pytest.raises(InvalidOptionError, match="'show_progress'"):
+        run_feature("retrieved_passages", {**options, "show_progress": "yes"}, {Bm25sRetriever})
