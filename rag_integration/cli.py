@@ -56,6 +56,9 @@ def _run(command: Any, debug: bool) -> int:
     except ConnectorError as error:
         return _fail(1, f"{type(error).__name__}: {error}", debug, error)
     except Exception as error:
+        if type(error).__name__ == "NoArgsIsHelpError":  # a bare `rag-integration`: the help, as usage
+            print(error.format_message(), file=sys.stderr)  # type: ignore[attr-defined]
+            return 2
         if hasattr(error, "format_message") and hasattr(error, "exit_code"):  # click's (typer vendors its own click)
             usage = any(kind.__name__ == "UsageError" for kind in type(error).__mro__)
             return _fail(2 if usage else int(error.exit_code), error.format_message(), debug, error)

@@ -140,3 +140,8 @@ def test_the_certification_report_records_every_check() -> None:
         "pytest_exit_code": 1,
     }
     assert collector.report([Bm25sRetriever], 0)["certified"] is False  # a failed check is never certified
+
+
+def test_no_command_prints_the_help_as_a_usage_error() -> None:
+    result = RUNNER.invoke(app, [])
+    assert result.exit_code == 2 and "Usage:" in result.stderr and "eval" in result.stderr
