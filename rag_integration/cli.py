@@ -55,6 +55,8 @@ def _run(command: Any, debug: bool) -> int:
         return _fail(1, "aborted", debug, error)
     except ConnectorError as error:
         return _fail(1, f"{type(error).__name__}: {error}", debug, error)
+    except OSError as error:  # an unwritable --json path, a full disk
+        return _fail(1, str(error), debug, error)
     except Exception as error:
         if type(error).__name__ == "NoArgsIsHelpError":  # a bare `rag-integration`: the help, as usage
             print(error.format_message(), file=sys.stderr)  # type: ignore[attr-defined]
