@@ -10,7 +10,7 @@ the rest (the synthetic speed and scale sections of other scripts) is kept as it
 
 Indexes persist under ``--index-dir`` (default: the command line's cache, ``~/.cache/rag-integration/indexes``),
 so the dense MiniLM encoding is done once. A build time is measured when an index is built and recorded beside the
-indexes; a later run that loads the index reports the recorded time and says so.
+indexes; a later run that loads a costly index reports the recorded time and says so (cheap ones are rebuilt).
 """
 
 from __future__ import annotations
@@ -57,6 +57,9 @@ CONFIGURATIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 LIBRARIES = ("rag-integration", "mloda", "bm25s", "PyStemmer", "scikit-learn", "faiss-cpu", "onnxruntime")
 LIBRARIES += ("ir-measures", "pytrec-eval-terrier", "numpy", "matplotlib")
 SEARCH_DEPTH = 10
+REMEASURE_BELOW_SECONDS = 120.0
+"""A persisted index whose recorded build took less is built again to time it in this run; a costlier one (MiniLM
+encoding) is loaded and its recorded build time reported."""
 
 
 @dataclass
@@ -104,14 +107,20 @@ def connector_row(
     cls.cached_index(documents, settings, index_dir)
     seconds = time.perf_counter() - started
     key = f"{dataset.name}/{label}"
+    cheap = key not in recorded or recorded[key]["seconds"] < REMEASURE_BELOW_SECONDS
+    if INDEX_CACHE.stats.builds == builds and cheap:  # loaded from disk: time a build in this run all the same
+        started = time.perf_counter()
+        cls.build_index(documents, cls.index_settings(settings))
+        seconds = time.perf_counter() - started
+        builds -= 1
     if INDEX_CACHE.stats.builds > builds:
-        recorded[key] = {"seconds": round(seconds, 3), "measured": _now()}
+        recorded[key] = {"seconds": round(seconds, 3), "measured": _now(), "load_average": _load()}
         build, note = seconds, ""
-    elif key in recorded:
-        build = recorded[key]["seconds"]
-        note = f"recorded when built ({recorded[key]['measured']}); loaded in {seconds:.1f} s here"
     else:
-        build, note = float("nan"), f"loaded in {seconds:.1f} s; built before this script recorded times"
+        build = recorded[key]["seconds"]
+        load = recorded[key].get("load_average")
+        when = recorded[key]["measured"] + (f", load average {load:.1f}" if load is not None else "")
+        note = f"measured when the persisted index was built ({when}); loaded in {seconds:.1f} s in this run"
     result = evaluate(dataset, backend, options=options, metrics=METRICS, index_dir=index_dir)
     queries = list(dataset.queries.values())
     request = {**options, "retrieve_backend": backend, "query_text": queries, "corpus": documents}
@@ -125,7 +134,9 @@ def connector_row(
     return Row(label, result.metrics, build, note, len(queries) / search)
 
 
-def section(tables: list[tuple[str, Dataset, list[Row]]], plots: list[Path], seconds: float) -> str:
+def section(
+    tables: list[tuple[str, Dataset, list[Row]]], plots: list[Path], seconds: float, load_at_start: float
+) -> str:
     lines = [
         BEGIN,
         "## Quality and speed on real collections: `benchmarks/publish.py`",
@@ -139,7 +150,8 @@ def section(tables: list[tuple[str, Dataset, list[Row]]], plots: list[Path], sec
         "`hybrid_rrf` fuses the bm25s and MiniLM indexes built in the rows above (kept in memory), so its build "
         "is only the pairing; from nothing it costs the sum of the two.",
         "",
-        f"Machine: {_machine()}. Libraries: {_libraries()}.",
+        f"Machine: {_machine()}. The machine is shared with other work, so times move with its load (load average "
+        f"{load_at_start:.1f} at the start of the run, {_load():.1f} at the end). Libraries: {_libraries()}.",
         "",
     ]
     for title, dataset, rows in tables:
@@ -152,11 +164,11 @@ def section(tables: list[tuple[str, Dataset, list[Row]]], plots: list[Path], sec
         ]
         notes = []
         for row in rows:
-            build = "n/a" if row.build_seconds != row.build_seconds else f"{row.build_seconds:.2f}"
+            build = f"{row.build_seconds:.2f}"
             if row.build_note:
                 notes.append(f"{row.label}: {row.build_note}.")
                 build += f" ({len(notes)})"
-            ratio = "" if row is raw or build.startswith("n/a") else f"{row.build_seconds / raw.build_seconds:.2f}x"
+            ratio = "" if row is raw else f"{row.build_seconds / raw.build_seconds:.2f}x"
             speed = "" if row is raw else f"{row.queries_per_second / raw.queries_per_second:.3f}x"
             lines.append(
                 f"| {row.label} | {row.metrics['nDCG@10']:.4f} | {row.metrics['Recall@100']:.4f} | {build} | "
@@ -195,7 +207,7 @@ def main() -> int:
     arguments.index_dir.mkdir(parents=True, exist_ok=True)
     record_file = arguments.index_dir / "publish-build-seconds.json"
     recorded = json.loads(record_file.read_text(encoding="utf-8")) if record_file.is_file() else {}
-    started = time.perf_counter()
+    started, load_at_start = time.perf_counter(), _load()
     tables, plots = [], []
     for folder, title in COLLECTIONS:
         dataset = load_dataset(arguments.data_dir / folder)
@@ -209,7 +221,7 @@ def main() -> int:
         plot = arguments.page.parent / f"performance_{folder}.png"
         plot_metrics({row.label: row.metrics for row in rows}, plot, f"{title}: {len(dataset.queries)} queries")
         plots.append(plot)
-    replace_section(arguments.page, section(tables, plots, time.perf_counter() - started))
+    replace_section(arguments.page, section(tables, plots, time.perf_counter() - started, load_at_start))
     print(f"wrote {arguments.page} and {', '.join(str(plot) for plot in plots)}")
     return 0
 
@@ -229,11 +241,14 @@ def _machine() -> str:
     if meminfo.is_file():
         total_kib = int(meminfo.read_text().split("MemTotal:", 1)[1].split()[0])
         memory = f", {total_kib / 1024 / 1024:.0f} GiB"
-    load = f", load average {os.getloadavg()[0]:.1f} at the end" if hasattr(os, "getloadavg") else ""
     return (
         f"{platform.machine()}, {os.cpu_count()} cores{memory}, {platform.system()} {platform.release()}, "
-        f"Python {platform.python_version()}{load}"
+        f"Python {platform.python_version()}"
     )
+
+
+def _load() -> float:
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
 
 def _libraries() -> str:
