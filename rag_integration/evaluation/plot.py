@@ -16,19 +16,19 @@ def plot_metrics(results: Mapping[str, Mapping[str, float]], path: str | Path, t
     backends = list(results)
     metrics = list(dict.fromkeys(name for values in results.values() for name in values))
     width = 0.8 / max(len(backends), 1)
-    figure, axes = pyplot.subplots(figsize=(max(6.0, 1.6 * len(metrics) + 2.0), 4.0))
+    figure, axes = pyplot.subplots(figsize=(max(6.0, 0.5 * len(backends) * len(metrics) + 4.0), 4.5))
     try:
         for offset, backend in enumerate(backends):
             positions = [index + (offset - (len(backends) - 1) / 2) * width for index in range(len(metrics))]
             values = [results[backend].get(name, 0.0) for name in metrics]
             bars = axes.bar(positions, values, width, label=backend)
-            axes.bar_label(bars, fmt="%.3f", fontsize=7)
+            axes.bar_label(bars, fmt="%.3f", fontsize=7, rotation=90, padding=2)
         axes.set_xticks(range(len(metrics)), metrics)
-        axes.set_ylim(0.0, 1.05)
+        axes.set_ylim(0.0, 1.15)
         axes.set_ylabel("score")
         if title:
             axes.set_title(title)
-        axes.legend(loc="upper left", fontsize=8)
+        axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
         figure.tight_layout()
         target = Path(path)
         figure.savefig(target, dpi=120)
