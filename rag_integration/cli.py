@@ -1,53 +1,165 @@
-"""``rag-integration``: ``demo`` retrieves over the built-in corpus, ``backends`` lists what can be selected."""
+"""``rag-integration``: demos, search over your files or a persisted index, evaluation on IR test collections,
+the backend list and certification.
+
+Exit codes: 0 ok, 1 failure (bad data, a failed check), 2 usage (a wrong argument). A failure prints one line on
+stderr; ``--debug`` shows the traceback instead.
+"""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
+import traceback
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
+import typer
+from rich.console import Console
+from rich.table import Table
+from typer.core import TyperGroup
+
+from rag_integration.core.errors import ConnectorError
+from rag_integration.core.progress import progress_display, step
 from rag_integration.registry import available_backends
+
+PROG = "rag-integration"
+
+
+class _Commands(TyperGroup):
+    """Runs a command and turns what goes wrong into an exit code and one line on stderr (the traceback with
+    ``--debug``), the same from the console script, ``main([...])`` and typer's ``CliRunner``."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        arguments = list(sys.argv[1:] if args is None else args)
+        debug = "--debug" in arguments[: arguments.index("--") if "--" in arguments else None]
+        code = _run(
+            lambda: super(_Commands, self).main(arguments, prog_name or PROG, complete_var, False, **extra), debug
+        )
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def _run(command: Any, debug: bool) -> int:
+    try:
+        returned = command()
+    except typer.Abort as error:
+        return _fail(1, "aborted", debug, error)
+    except ConnectorError as error:
+        return _fail(1, f"{type(error).__name__}: {error}", debug, error)
+    except OSError as error:  # an unwritable --json path, a full disk
+        return _fail(1, str(error), debug, error)
+    except Exception as error:
+        if type(error).__name__ == "NoArgsIsHelpError":  # a bare `rag-integration`: the help, as usage
+            print(error.format_message(), file=sys.stderr)  # type: ignore[attr-defined]
+            return 2
+        if hasattr(error, "format_message") and hasattr(error, "exit_code"):  # click's (typer vendors its own click)
+            usage = any(kind.__name__ == "UsageError" for kind in type(error).__mro__)
+            return _fail(2 if usage else int(error.exit_code), error.format_message(), debug, error)
+        return _fail(1, f"unexpected {type(error).__name__}: {error}", debug, error)
+    return returned if isinstance(returned, int) else 0
+
+
+def _fail(code: int, message: str, debug: bool, error: BaseException) -> int:
+    if debug:
+        traceback.print_exception(error)
+    first_line = message.strip().splitlines()[0] if message.strip() else type(error).__name__
+    print(f"{PROG}: {'usage error' if code == 2 else 'error'}: {first_line}", file=sys.stderr)
+    return code
+
+
+app = typer.Typer(
+    cls=_Commands,
+    name=PROG,
+    help="Demos, search over your files or a persisted index, evaluation on IR test collections, the backend list "
+    "and certification. Exit codes: 0 ok, 1 failure, 2 usage; --debug shows tracebacks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+@app.callback()
+def _options(
+    debug: Annotated[bool, typer.Option("--debug", help="show the traceback of a failure")] = False,
+) -> None:
+    """Read by ``_Commands.main`` before the command runs."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="rag-integration", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="retrieve over a small built-in corpus and print the rankings")
-    demo.add_argument("--backend", action="append", help="retrieve backend(s) to show (default: every installed one)")
-    demo.add_argument("--top-k", type=int, default=3)
-    swap = commands.add_parser("swap-demo", help="the same inputs through several backends and families")
-    swap.add_argument("--embedding-model", default="minilm", help="'minilm' (default) or 'hash'")
-    certify = commands.add_parser("certify", help="run the families' contract kits against installed backends")
-    certify.add_argument("backend", nargs="*", help="class names or selector values (default: every installed one)")
-    certify.add_argument("--option", action="append", default=[], help="KEY=VALUE added to every kit request")
-    listing = commands.add_parser("backends", help="list every family, selector value, class, extra, installed")
-    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    arguments = parser.parse_args(argv)
-    if arguments.command == "backends":
-        return _print_backends(arguments.json)
-    if arguments.command == "certify":
-        from rag_integration.testing.certify import certify as run_certify
+    """The console script: run one command, return its exit code."""
+    command = typer.main.get_command(app)
+    return int(command.main(list(sys.argv[1:] if argv is None else argv), PROG, standalone_mode=False))
 
-        return run_certify(arguments.backend, arguments.option)
-    if arguments.command == "swap-demo":
-        from rag_integration.demo.swap import run_swap_demo
 
-        return run_swap_demo(arguments.embedding_model)
+def _console() -> Console:
+    return Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+
+
+def print_table(header: Sequence[str], rows: Sequence[Sequence[str]], out: Any = None) -> None:
+    """A plain table (used by the demos)."""
+    table = Table(*header, box=None, header_style="bold", pad_edge=False)
+    for row in rows:
+        table.add_row(*(str(cell) for cell in row))
+    console = Console(file=out, soft_wrap=False, width=160) if out is not None else _console()
+    console.print(table)
+
+
+def _split_list(text: str, what: str) -> list[str]:
+    values = [value.strip() for value in text.split(",") if value.strip()]
+    if not values or len(set(values)) != len(values):
+        raise typer.BadParameter(f"expected a comma-separated list of distinct {what}, got {text!r}")
+    return values
+
+
+def _parse_options(texts: Sequence[str]) -> dict[str, Any]:
+    from rag_integration.testing.certify import parse_option
+
+    try:
+        return dict(parse_option(text) for text in texts)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--option") from error
+
+
+@app.command()
+def demo(
+    backend: Annotated[list[str] | None, typer.Option(help="retrieve backend to show (repeatable)")] = None,
+    top_k: Annotated[int, typer.Option(min=1, help="passages per query")] = 3,
+) -> int:
+    """Retrieve over a small built-in corpus with every installed backend and print the rankings."""
     from rag_integration.demo.run import run_demo
 
-    return run_demo(arguments.backend, arguments.top_k)
+    return run_demo(backend, top_k)
 
 
-def _print_backends(as_json: bool) -> int:
+@app.command("swap-demo")
+def swap_demo(
+    embedding_model: Annotated[str, typer.Option(help="'minilm' or 'hash'")] = "minilm",
+) -> int:
+    """The same inputs through several backends and families: only options change."""
+    from rag_integration.demo.swap import run_swap_demo
+
+    return run_swap_demo(embedding_model)
+
+
+@app.command()
+def backends(as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False) -> int:
+    """List every family, selector value, class, extra, and whether it is installed."""
     rows = available_backends()
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0
     columns = ["family", "feature", "selector", "value", "class", "extra", "installed"]
-    table = [[_cell(row[column]) for column in columns] for row in rows]
-    print_table(columns, table)
+    print_table(columns, [[_cell(row[column]) for column in columns] for row in rows])
     return 0
 
 
@@ -57,15 +169,201 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def print_table(header: Sequence[str], rows: Sequence[Sequence[str]], out: Any = None) -> None:
-    stream = out or sys.stdout
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
-    line = "  ".join(str(name).ljust(width) for name, width in zip(header, widths))
-    print(line, file=stream)
-    print("  ".join("-" * width for width in widths), file=stream)
-    for row in rows:
-        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)), file=stream)
+@app.command()
+def index(
+    paths: Annotated[list[Path], typer.Argument(help="files, folders or globs (.txt, .md, .jsonl, .csv)")],
+    index_dir: Annotated[Path, typer.Option(help="folder the store is written to")],
+    embedding_model: Annotated[str, typer.Option(help="'minilm' (default) or 'hash'")] = "minilm",
+    chunker: Annotated[str, typer.Option(help="'sentence', 'paragraph', 'fixed' or 'none'")] = "sentence",
+    progress: Annotated[bool, typer.Option(help="draw progress bars on stderr")] = True,
+) -> int:
+    """Read, chunk, embed and persist your documents as a FAISS store; `search --index-dir` answers from it."""
+    from rag_integration.feature_groups.rag_pipeline import STAGES
+
+    feature_name = "docs__chunked__embedded__indexed" if chunker != "none" else "docs__embedded__indexed"
+    options = _file_options(paths, chunker) | {
+        "embedding_model": embedding_model,
+        "vector_store": "faiss",
+        "index_dir": str(index_dir),
+    }
+    with progress_display(progress), step(f"indexing {len(paths)} path(s) into {index_dir}"):
+        rows = _run_feature(feature_name, options, set(STAGES))
+    _console().print(f"indexed {len(rows)} chunks into {index_dir}")
+    return 0
+
+
+@app.command()
+def search(
+    query: Annotated[list[str], typer.Argument(help="one or more queries")],
+    index_dir: Annotated[Path | None, typer.Option(help="a store written by `rag-integration index`")] = None,
+    files: Annotated[list[Path] | None, typer.Option(help="files, folders or globs to search (repeatable)")] = None,
+    backend: Annotated[str, typer.Option(help="retrieve backend for --files")] = "bm25s",
+    chunker: Annotated[str, typer.Option(help="chunking for --files: sentence, paragraph, fixed or none")] = "none",
+    top_k: Annotated[int, typer.Option(min=1, help="passages per query")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="print the passages as JSON")] = False,
+    progress: Annotated[bool, typer.Option(help="draw progress bars on stderr")] = True,
+) -> int:
+    """Search a persisted index (--index-dir) or files (--files) with one batched request for all queries."""
+    from rag_integration.evaluation.run import backend_class
+    from rag_integration.feature_groups.rag_pipeline import STAGES, VectorStoreRetriever
+
+    if (index_dir is None) == (not files):
+        raise typer.BadParameter("give either --index-dir or --files", param_hint="--index-dir / --files")
+    options: dict[str, Any] = {"query_text": list(query), "top_k": top_k}
+    groups: set[type[Any]]
+    if index_dir is not None:
+        options |= {"retrieve_backend": "vector_store", "index_dir": str(index_dir)}
+        groups = {VectorStoreRetriever}
+    else:
+        try:
+            retriever = backend_class("retrieve", "retrieve_backend", backend)
+        except ConnectorError as error:
+            raise typer.BadParameter(str(error), param_hint="--backend") from error
+        source = "docs__chunked" if chunker != "none" else "docs"
+        options |= _file_options(files or [], chunker) | {"retrieve_backend": backend, "corpus_source": source}
+        groups = {*STAGES, retriever}
+    with progress_display(progress and not as_json):
+        rankings = _run_feature("retrieved_passages", options, groups)
+    if as_json:
+        print(json.dumps([{"query": text, "passages": ranking} for text, ranking in zip(query, rankings)], indent=2))
+        return 0
+    rows = [
+        [
+            text if passage["rank"] == 1 else "",
+            str(passage["rank"]),
+            passage["doc_id"],
+            f"{passage['score']:.4f}",
+            _snippet(passage["text"]),
+        ]
+        for text, ranking in zip(query, rankings)
+        for passage in ranking
+    ]
+    print_table(["query", "rank", "doc_id", "score", "text"], rows)
+    return 0
+
+
+def _file_options(paths: Sequence[Path], chunker: str) -> dict[str, Any]:
+    options: dict[str, Any] = {"document_source": "files", "paths": [str(path) for path in paths]}
+    if chunker != "none":
+        options["chunker"] = chunker
+    return options
+
+
+def _run_feature(name: str, options: dict[str, Any], groups: set[type[Any]]) -> list[Any]:
+    from mloda.user import Feature, Options, PluginCollector, mlodaAPI
+    from mloda.user.python_dict import PythonDictFramework
+
+    from rag_integration.core.frames import frame_column
+
+    result = mlodaAPI.run_all(
+        [Feature(name, options=Options(context={**options, "show_progress": True}))],
+        compute_frameworks=[PythonDictFramework],
+        plugin_collector=PluginCollector.enabled_feature_groups(groups),
+    )
+    return next(frame_column(frame, name) for frame in result if name in frame)
+
+
+def _snippet(text: str, width: int = 70) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 3] + "..."
+
+
+@app.command("eval")
+def evaluate_command(
+    dataset: Annotated[
+        Path, typer.Option(exists=True, file_okay=False, help="a BEIR folder or a SMART collection (Cranfield)")
+    ],
+    backends_list: Annotated[str, typer.Option("--backends", help="comma-separated retrieve backends")] = "bm25s",
+    rerank: Annotated[str | None, typer.Option(help="rerank backend applied after each retrieve backend")] = None,
+    split: Annotated[str, typer.Option(help="qrels split of a BEIR folder")] = "test",
+    metrics: Annotated[str, typer.Option(help="comma-separated: nDCG@k, Recall@k, MRR@k, MAP")] = (
+        "nDCG@10,Recall@100,MRR@10,MAP"
+    ),
+    top_k: Annotated[int, typer.Option(min=1, help="passages retrieved per query")] = 100,
+    index_dir: Annotated[
+        Path | None, typer.Option(help="where indexes persist (default: the user cache folder)")
+    ] = None,
+    option: Annotated[list[str] | None, typer.Option(help="KEY=VALUE passed to every backend (repeatable)")] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", help="write the results as JSON")] = None,
+    plot_path: Annotated[Path | None, typer.Option("--plot", help="write a bar chart (PNG) of the results")] = None,
+    progress: Annotated[bool, typer.Option(help="draw progress bars on stderr")] = True,
+) -> int:
+    """Evaluate retrieve backends (each optionally followed by --rerank) on a test collection."""
+    from rag_integration.evaluation import evaluate, load_dataset
+    from rag_integration.evaluation.metrics import read_metrics
+    from rag_integration.evaluation.run import backend_class, default_index_dir
+
+    chosen = _split_list(backends_list, "retrieve backends")
+    metric_names = _split_list(metrics, "metrics")
+    try:
+        read_metrics(metric_names, "--metrics")
+        for name in chosen:
+            backend_class("retrieve", "--backends", name)
+        if rerank is not None:
+            backend_class("rerank", "--rerank", rerank)
+    except ConnectorError as error:
+        raise typer.BadParameter(str(error)) from error
+    extra = _parse_options(option or [])
+    folder = index_dir if index_dir is not None else default_index_dir()
+    results = {}
+    with progress_display(progress):
+        with step(f"loading {dataset}"):
+            collection = load_dataset(dataset, split)
+        for name in chosen:
+            label = name if rerank is None else f"{name}+{rerank}"
+            with step(f"evaluating {label} on {collection.name} ({len(collection.queries)} queries)"):
+                results[label] = evaluate(
+                    collection,
+                    name,
+                    options=extra,
+                    rerank_backend=rerank,
+                    metrics=metric_names,
+                    top_k=top_k,
+                    index_dir=folder,
+                    show_progress=progress,
+                )
+    table = Table(title=f"{collection.name}: {len(collection.documents)} documents, {len(collection.queries)} queries")
+    for column in ["backend", *metric_names, "seconds"]:
+        table.add_column(column, justify="left" if column == "backend" else "right")
+    for label, result in results.items():
+        table.add_row(label, *(f"{result.metrics[name]:.4f}" for name in metric_names), f"{result.seconds:.1f}")
+    _console().print(table)
+    if json_path is not None:
+        document = {
+            "dataset": collection.name,
+            "split": split,
+            "documents": len(collection.documents),
+            "queries": len(collection.queries),
+            "top_k": top_k,
+            "rerank": rerank,
+            "results": {label: result.metrics for label, result in results.items()},
+            "seconds": {label: round(result.seconds, 3) for label, result in results.items()},
+        }
+        json_path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    if plot_path is not None:
+        from rag_integration.evaluation.plot import plot_metrics
+
+        title = f"{collection.name} ({len(collection.queries)} queries)"
+        plot_metrics({label: result.metrics for label, result in results.items()}, plot_path, title)
+    return 0
+
+
+@app.command()
+def certify(
+    target: Annotated[list[str] | None, typer.Argument(help="backends by selector value or class name")] = None,
+    report: Annotated[Path | None, typer.Option(help="write a JSON report of every check")] = None,
+    option: Annotated[list[str] | None, typer.Option(help="KEY=VALUE added to every kit request")] = None,
+) -> int:
+    """Run the families' contract kits against installed backends (default: every one with a kit)."""
+    from rag_integration.testing.certify import certifiable
+    from rag_integration.testing.certify import certify as run_certify
+
+    _parse_options(option or [])
+    if not certifiable(target or []):
+        raise typer.BadParameter(f"no installed backend with a contract kit matches {target!r}; see `{PROG} backends`")
+    code = run_certify(target or [], option or [], report=report)
+    return 0 if code == 0 else 1
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

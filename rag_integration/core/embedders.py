@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from rag_integration.core.errors import ConnectorError, InvalidOptionError
 from rag_integration.core.extras import require_module
+from rag_integration.core.progress import step
 from rag_integration.core.text import content_words
 
 Vectors = npt.NDArray[np.float32]
@@ -125,23 +126,28 @@ class OnnxEmbedder:
         # Length-sorted batches waste almost no work on padding.
         order = sorted(range(len(texts)), key=lambda position: len(encodings[position].ids))
         output = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
-            width = max(len(encodings[position].ids) for position in batch)
-            input_ids = np.zeros((len(batch), width), dtype=np.int64)
-            attention = np.zeros((len(batch), width), dtype=np.int64)
-            for row, position in enumerate(batch):
-                ids = encodings[position].ids
-                input_ids[row, : len(ids)] = ids
-                attention[row, : len(ids)] = 1
-            feeds = {"input_ids": input_ids, "attention_mask": attention}
-            if "token_type_ids" in self._input_names:
-                feeds["token_type_ids"] = np.zeros_like(input_ids)
-            hidden = self._session.run(None, feeds)[0]
-            mask = attention[..., None].astype(np.float32)
-            output[batch] = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1.0)
+        with step(f"embedding {len(texts)} texts ({self.model_id})", total=len(texts)) as advance:
+            for start in range(0, len(order), self.batch_size):
+                self._embed_batch(encodings, order[start : start + self.batch_size], output)
+                advance(min(self.batch_size, len(order) - start))
         self.texts_embedded += len(texts)
         return normalise_rows(output)
+
+    def _embed_batch(self, encodings: list[Any], batch: list[int], output: Vectors) -> None:
+        """Mean-pooled vectors of the texts at positions ``batch``, written into their rows of ``output``."""
+        width = max(len(encodings[position].ids) for position in batch)
+        input_ids = np.zeros((len(batch), width), dtype=np.int64)
+        attention = np.zeros((len(batch), width), dtype=np.int64)
+        for row, position in enumerate(batch):
+            ids = encodings[position].ids
+            input_ids[row, : len(ids)] = ids
+            attention[row, : len(ids)] = 1
+        feeds = {"input_ids": input_ids, "attention_mask": attention}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(input_ids)
+        hidden = self._session.run(None, feeds)[0]
+        mask = attention[..., None].astype(np.float32)
+        output[batch] = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1.0)
 
 
 def get_embedder(name: Any, option: str = "embedding_model") -> Embedder:

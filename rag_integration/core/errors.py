@@ -154,9 +154,20 @@ class BackendUnavailableError(ConnectorError):
         )
 
 
+class DatasetFormatError(ConnectorError):
+    """An evaluation dataset file is missing or malformed; the message names the file, the line and what is expected."""
+
+    def __init__(self, path: Any, line: int | None, problem: str, expected: str) -> None:
+        self.path = str(path)
+        self.line = line
+        where = f"{self.path}, line {line}" if line is not None else self.path
+        super().__init__(f"dataset file {where}: {problem}: expected {expected}")
+
+
 __all__ = [
     "BackendUnavailableError",
     "ConnectorError",
+    "DatasetFormatError",
     "DeadlineExceededError",
     "DuplicateDocIdError",
     "GroundingError",

@@ -15,6 +15,7 @@ from rag_integration.core.errors import ConnectorError, InvalidOptionError, shor
 from rag_integration.core.extras import modules_installed
 from rag_integration.core.frames import FrameAdapter, adapter_for, framework_classes
 from rag_integration.core.options import OptionReader
+from rag_integration.core.progress import showing_progress, step
 from rag_integration.core.schema import Shape, passages_shape
 
 
@@ -36,7 +37,7 @@ class SelectorFeatureGroup(FeatureGroup):
     """Options holding a list of documents, turned into a ``Corpus`` when this backend is matched."""
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {}
     """Option naming an upstream feature -> the inline option it replaces (``queries_source`` -> ``query_text``)."""
-    OPTIONS: ClassVar[tuple[str, ...]] = (DEADLINE_OPTION,)
+    OPTIONS: ClassVar[tuple[str, ...]] = (DEADLINE_OPTION, "show_progress")
     """The option keys this class reads, besides the selector, ``SOURCE_OPTIONS`` and ``CORPUS_OPTIONS``. A family
     base lists the family's keys and a backend only its own: ``declared_options`` adds up the whole class ladder."""
 
@@ -123,7 +124,11 @@ class SelectorFeatureGroup(FeatureGroup):
         _refuse_unwritable(options)
         reader = OptionReader(options, owner=f"{cls.__name__} ({cls.FEATURE_NAME})")
         adapter = adapter_for(next(iter(features.features)).get_compute_framework().get_class_name())
-        with deadline_scope(Deadline.read(reader)):
+        with (
+            deadline_scope(Deadline.read(reader)),
+            showing_progress(reader.boolean("show_progress", default=False)),
+            step(f"{cls.FEATURE_NAME} ({cls.BACKEND})"),
+        ):
             return cls.answer_frame(adapter, data, reader)
 
     @classmethod

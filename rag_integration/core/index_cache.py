@@ -23,6 +23,7 @@ from typing import Any
 
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
 from rag_integration.core.index_store import StoreClaim, intact_claim, load_version, read_store, write_store
+from rag_integration.core.progress import step
 
 LOGGER = logging.getLogger(__name__)
 DEFAULT_CAPACITY = 8
@@ -123,11 +124,13 @@ class IndexCache:
                 return index
             index = None
             if folder is not None and load is not None:
-                index = _load(folder, key, load)
+                with step(f"loading the {key.backend} index from {folder}"):
+                    index = _load(folder, key, load)
                 if index is not None:
                     self.stats.loads += 1
             if index is None:
-                index = build()
+                with step(f"building the {key.backend} index"):
+                    index = build()
                 self.stats.builds += 1
                 if folder is not None and save is not None:
                     _save(folder, key, index, save)

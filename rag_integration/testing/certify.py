@@ -91,28 +91,97 @@ def certification_module(backends: Sequence[type[SelectorFeatureGroup]], extra_o
     return "\n".join(lines)
 
 
-def certify(backends: Sequence[str] = (), options: Sequence[str] = (), pytest_args: Sequence[str] = ()) -> int:
-    """Run the kits; returns pytest's exit code (0 when every chosen backend passes its family's kit)."""
+REPORT_VERSION = 1
+
+
+def certify(
+    backends: Sequence[str] = (),
+    options: Sequence[str] = (),
+    pytest_args: Sequence[str] = (),
+    report: str | Path | None = None,
+) -> int:
+    """Run the kits; returns pytest's exit code (0 when every chosen backend passes its family's kit).
+
+    With ``report``, a JSON file is written there: ``report_version``, ``certified``, ``targets``, one entry per
+    check (``id``, ``status``, ``duration_ms``, ``issues``) and a ``summary`` of counts by status.
+    """
     import pytest
 
     chosen = certifiable(backends)
     if not chosen:
         print("no installed backend with a contract kit matches; see `rag-integration backends`")
         return 2
-    extra = dict(_parse_option(option) for option in options)
+    extra = dict(parse_option(option) for option in options)
     folder = Path(tempfile.mkdtemp(prefix="rag-integration-certify-"))
     module = folder / "test_certify_backends.py"
     module.write_text(certification_module(chosen, extra), encoding="utf-8")
     print("certifying: " + ", ".join(f"{cls.FAMILY}/{cls.BACKEND} ({cls.__name__})" for cls in chosen), flush=True)
     arguments = [str(module), "-q", "-p", "no:cacheprovider", "--rootdir", str(folder)]
     arguments += ["-W", "ignore::pytest.PytestAssertRewriteWarning", *pytest_args]
-    return int(pytest.main(arguments))
+    collector = CheckCollector()
+    code = int(pytest.main(arguments, plugins=[collector]))
+    if report is not None:
+        Path(report).write_text(json.dumps(collector.report(chosen, code), indent=2) + "\n", encoding="utf-8")
+    return code
 
 
-def _parse_option(text: str) -> tuple[str, Any]:
+class CheckCollector:
+    """A pytest plugin keeping each kit test's outcome, time and failure messages for the certification report."""
+
+    def __init__(self) -> None:
+        self.checks: dict[str, dict[str, Any]] = {}
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        check = self.checks.setdefault(
+            report.nodeid,
+            {"id": report.nodeid.split("::", 1)[-1], "status": "passed", "duration_ms": 0.0, "issues": []},
+        )
+        check["duration_ms"] += report.duration * 1000.0
+        if report.failed:
+            check["status"] = "failed"
+            check["issues"].append(f"{report.when}: {_failure_message(report)}")
+        elif report.skipped and check["status"] != "failed":
+            check["status"] = "xfailed" if hasattr(report, "wasxfail") else "skipped"
+            check["issues"].append(str(getattr(report, "wasxfail", "") or _failure_message(report)))
+        elif report.when == "call" and hasattr(report, "wasxfail"):
+            check["status"] = "xpassed"
+
+    def report(self, chosen: Sequence[type[SelectorFeatureGroup]], exit_code: int) -> dict[str, Any]:
+        checks = [{**check, "duration_ms": round(check["duration_ms"], 3)} for check in self.checks.values()]
+        counts: dict[str, int] = {}
+        for check in checks:
+            counts[check["status"]] = counts.get(check["status"], 0) + 1
+        return {
+            "report_version": REPORT_VERSION,
+            "certified": exit_code == 0 and counts.get("passed", 0) > 0 and not counts.get("failed"),
+            "targets": [
+                {"family": cls.FAMILY, "backend": cls.BACKEND, "class": f"{cls.__module__}.{cls.__name__}"}
+                for cls in chosen
+            ],
+            "checks": checks,
+            "summary": {
+                "total": len(checks),
+                **{status: counts.get(status, 0) for status in ("passed", "failed", "skipped", "xfailed", "xpassed")},
+                "pytest_exit_code": exit_code,
+            },
+        }
+
+
+def _failure_message(report: Any) -> str:
+    crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
+    if crash is not None:
+        return str(crash.message)[:500]
+    if isinstance(report.longrepr, tuple):
+        return str(report.longrepr[-1])[:500]
+    lines = [line for line in str(report.longreprtext).splitlines() if line.strip()]
+    return lines[-1][:500] if lines else "no message"
+
+
+def parse_option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` with VALUE as JSON, or as a plain string when it is not JSON."""
     key, separator, raw = text.partition("=")
     if not separator or not key:
-        raise SystemExit(f"--option takes KEY=VALUE (VALUE as JSON, or a plain string), got {text!r}")
+        raise ValueError(f"--option takes KEY=VALUE (VALUE as JSON, or a plain string), got {text!r}")
     try:
         return key, json.loads(raw)
     except ValueError:

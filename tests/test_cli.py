@@ -1,0 +1,147 @@
+"""The command line through typer's CliRunner: output, files written, and exit codes 0 / 1 / 2 with one-line
+messages (a traceback only with --debug)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rag_integration.cli import app, main
+from rag_integration.testing.certify import CheckCollector
+
+RUNNER = CliRunner()
+
+
+@pytest.fixture
+def beir(tmp_path: Path) -> Path:
+    folder = tmp_path / "toy"
+    (folder / "qrels").mkdir(parents=True)
+    corpus = [
+        {"_id": "cat", "title": "Cats", "text": "A cat is a small curious pet that purrs."},
+        {"_id": "dog", "title": "Dogs", "text": "A dog is a loyal pet that needs walks."},
+        {"_id": "oil", "title": "Cars", "text": "Change the engine oil of your car every year."},
+    ]
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(record) + "\n" for record in corpus))
+    queries = [{"_id": "1", "text": "curious cat"}, {"_id": "2", "text": "engine oil"}]
+    (folder / "queries.jsonl").write_text("".join(json.dumps(record) + "\n" for record in queries))
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\tcat\t1\n2\toil\t1\n")
+    return folder
+
+
+def test_eval_prints_a_table_and_writes_json_and_a_plot(beir: Path, tmp_path: Path) -> None:
+    arguments = ["eval", "--dataset", str(beir), "--backends", "bm25s,tfidf", "--index-dir", str(tmp_path / "ix")]
+    arguments += ["--json", str(tmp_path / "r.json"), "--plot", str(tmp_path / "p.png")]
+    result = RUNNER.invoke(app, arguments)
+    assert result.exit_code == 0, result.output
+    assert "nDCG@10" in result.stdout and "bm25s" in result.stdout and "tfidf" in result.stdout
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["results"]["bm25s"] == {"nDCG@10": 1.0, "Recall@100": 1.0, "MRR@10": 1.0, "MAP": 1.0}
+    assert report["queries"] == 2 and report["documents"] == 3 and set(report["seconds"]) == {"bm25s", "tfidf"}
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+    assert "evaluating bm25s on toy" in result.stderr  # the progress display
+
+
+def test_eval_with_a_rerank_labels_the_pair(beir: Path) -> None:
+    result = RUNNER.invoke(app, ["eval", "--dataset", str(beir), "--rerank", "lexical", "--metrics", "MRR@10"])
+    assert result.exit_code == 0, result.output
+    assert "bm25s+lexical" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragment"),
+    [
+        (["eval", "--dataset", "DATASET", "--backends", "bm26s"], "bm26s"),
+        (["eval", "--dataset", "DATASET", "--rerank", "nope"], "nope"),
+        (["eval", "--dataset", "DATASET", "--metrics", "P@10"], "P@10"),
+        (["eval", "--dataset", "DATASET", "--backends", "bm25s,bm25s"], "distinct"),
+        (["eval", "--dataset", "/no/such/folder"], "does not exist"),
+        (["eval", "--dataset", "DATASET", "--option", "novalue"], "KEY=VALUE"),
+        (["eval"], "--dataset"),
+        (["search", "cat"], "either --index-dir or --files"),
+        (["certify", "no_such_backend"], "no installed backend"),
+        (["frobnicate"], "No such command"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(beir: Path, arguments: list[str], fragment: str) -> None:
+    result = RUNNER.invoke(app, [str(beir) if argument == "DATASET" else argument for argument in arguments])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and fragment in result.stderr
+    assert result.stderr.startswith("rag-integration: usage error:") and "Traceback" not in result.output
+
+
+def test_a_malformed_dataset_exits_1_with_one_line_and_a_traceback_only_with_debug(beir: Path) -> None:
+    (beir / "corpus.jsonl").write_text('{"_id": "cat", "text": 3}\n')
+    result = RUNNER.invoke(app, ["eval", "--dataset", str(beir), "--no-progress"])
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1 and "DatasetFormatError" in result.stderr and "line 1" in result.stderr
+    debug = RUNNER.invoke(app, ["--debug", "eval", "--dataset", str(beir), "--no-progress"])
+    assert debug.exit_code == 1 and "Traceback" in debug.stderr
+
+
+def test_search_over_files_and_over_a_persisted_index(tmp_path: Path) -> None:
+    documents = tmp_path / "docs"
+    documents.mkdir()
+    (documents / "oil.md").write_text("Change the engine oil every 10,000 km.\n\nCheck the tyres monthly.")
+    (documents / "bread.txt").write_text("Bake bread at 220 degrees for thirty minutes.")
+    found = RUNNER.invoke(app, ["search", "engine oil", "--files", str(documents), "--top-k", "1", "--json"])
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.stdout)[0]["passages"][0]["doc_id"] == "oil.md"
+    store = tmp_path / "store"
+    built = RUNNER.invoke(app, ["index", str(documents), "--index-dir", str(store), "--embedding-model", "hash"])
+    assert built.exit_code == 0, built.output
+    assert "indexed" in built.stdout and (store / "manifest.json").is_file()
+    answered = RUNNER.invoke(app, ["search", "bake bread", "--index-dir", str(store), "--top-k", "1"])
+    assert answered.exit_code == 0, answered.output
+    assert "bread.txt" in answered.stdout
+
+
+def test_backends_and_main_return_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    listed = RUNNER.invoke(app, ["backends", "--json"])
+    assert listed.exit_code == 0 and any(row["value"] == "bm25s" for row in json.loads(listed.stdout))
+    assert main(["backends"]) == 0 and "Bm25sRetriever" in capsys.readouterr().out
+    assert main(["eval", "--backends", "x"]) == 2
+    assert "usage error" in capsys.readouterr().err
+
+
+def test_the_certification_report_records_every_check() -> None:
+    class Report:
+        def __init__(self, nodeid: str, when: str, outcome: str, duration: float, **extra: object) -> None:
+            self.nodeid, self.when, self.duration = nodeid, when, duration
+            self.failed, self.skipped, self.passed = outcome == "failed", outcome == "skipped", outcome == "passed"
+            self.longrepr, self.longreprtext = None, "E   AssertionError: rank 2 before rank 1"
+            self.__dict__.update(extra)
+
+    collector = CheckCollector()
+    for report in [
+        Report("m.py::T::test_ok", "setup", "passed", 0.001),
+        Report("m.py::T::test_ok", "call", "passed", 0.002),
+        Report("m.py::T::test_bad", "call", "failed", 0.5),
+        Report("m.py::T::test_known", "call", "skipped", 0.0, wasxfail="reason: not yet"),
+    ]:
+        collector.pytest_runtest_logreport(report)
+    from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
+
+    document = collector.report([Bm25sRetriever], 1)
+    assert document["report_version"] == 1 and document["certified"] is False
+    assert document["checks"][0] == {"id": "T::test_ok", "status": "passed", "duration_ms": 3.0, "issues": []}
+    assert document["checks"][1]["status"] == "failed"
+    assert document["checks"][1]["issues"] == ["call: E   AssertionError: rank 2 before rank 1"]
+    assert document["checks"][2]["status"] == "xfailed"
+    assert document["summary"] == {
+        "total": 3,
+        "passed": 1,
+        "failed": 1,
+        "skipped": 0,
+        "xfailed": 1,
+        "xpassed": 0,
+        "pytest_exit_code": 1,
+    }
+    assert collector.report([Bm25sRetriever], 0)["certified"] is False  # a failed check is never certified
+
+
+def test_no_command_prints_the_help_as_a_usage_error() -> None:
+    result = RUNNER.invoke(app, [])
+    assert result.exit_code == 2 and "Usage:" in result.stderr and "eval" in result.stderr
