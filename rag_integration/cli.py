@@ -200,6 +200,9 @@ def search(
     backend: Annotated[str, typer.Option(help="retrieve backend for --files")] = "bm25s",
     chunker: Annotated[str, typer.Option(help="chunking for --files: sentence, paragraph, fixed or none")] = "none",
     top_k: Annotated[int, typer.Option(min=1, help="passages per query")] = 5,
+    embedding_model: Annotated[
+        str, typer.Option(help="with --index-dir: the model the store was built with ('minilm' or 'hash')")
+    ] = "minilm",
     as_json: Annotated[bool, typer.Option("--json", help="print the passages as JSON")] = False,
     progress: Annotated[bool, typer.Option(help="draw progress bars on stderr")] = True,
 ) -> int:
@@ -212,7 +215,7 @@ def search(
     options: dict[str, Any] = {"query_text": list(query), "top_k": top_k}
     groups: set[type[Any]]
     if index_dir is not None:
-        options |= {"retrieve_backend": "vector_store", "index_dir": str(index_dir)}
+        options |= {"retrieve_backend": "vector_store", "index_dir": str(index_dir), "embedding_model": embedding_model}
         groups = {VectorStoreRetriever}
     else:
         try:

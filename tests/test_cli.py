@@ -92,8 +92,10 @@ def test_search_over_files_and_over_a_persisted_index(tmp_path: Path) -> None:
     store = tmp_path / "store"
     built = RUNNER.invoke(app, ["index", str(documents), "--index-dir", str(store), "--embedding-model", "hash"])
     assert built.exit_code == 0, built.output
-    assert "indexed" in built.stdout and (store / "manifest.json").is_file()
-    answered = RUNNER.invoke(app, ["search", "bake bread", "--index-dir", str(store), "--top-k", "1"])
+    assert "indexed" in built.stdout and (store / "CURRENT").is_file()
+    answered = RUNNER.invoke(
+        app, ["search", "bake bread", "--index-dir", str(store), "--top-k", "1", "--embedding-model", "hash"]
+    )
     assert answered.exit_code == 0, answered.output
     assert "bread.txt" in answered.stdout
 

@@ -88,7 +88,8 @@ def test_retrieval_metrics_is_a_feature_over_retrieved_passages() -> None:
         "metrics": ["nDCG@10", "MRR@10", "Recall@100"],
     }
     rows = run_feature("retrieval_metrics", options, {Bm25sRetriever, RetrievalMetrics})
-    rankings = run_feature("retrieved_passages", options, {Bm25sRetriever})
+    retrieval = {key: value for key, value in options.items() if key not in ("qrels", "metrics")}
+    rankings = run_feature("retrieved_passages", retrieval, {Bm25sRetriever})
     doc_ids = [[passage["doc_id"] for passage in ranking] for ranking in rankings]
     assert doc_ids[0][0] == "cat" and doc_ids[1][0] == "oil" and "tyre" not in doc_ids[2]
     assert rows[0] == {"nDCG@10": 1.0, "MRR@10": 1.0, "Recall@100": 1.0}
@@ -133,6 +134,7 @@ def test_bad_evaluation_options_raise_typed_errors(change: dict[str, Any], error
         "qrels": [{"cat": 1}, {"oil": 1}],
         **change,
     }
+    options = {key: value for key, value in options.items() if value is not None}  # None: the option left out
     with pytest.raises(error) as raised:
         run_feature("retrieval_metrics", options, {Bm25sRetriever, RetrievalMetrics})
     assert f"'{option}'" in str(raised.value)

@@ -99,11 +99,16 @@ def _near(key: str, known: Iterable[str]) -> tuple[str, ...]:
 
 
 def _mloda_declared_keys() -> frozenset[str]:
-    """Keys the other feature groups of this run declare in mloda's ``PROPERTY_MAPPING``: a group that consumes
-    one of our features may forward its options along the chain."""
+    """Keys the other feature groups of this run declare, in mloda's ``PROPERTY_MAPPING`` or, for a plain mloda
+    group of this package (``retrieval_metrics``), in ``OPTIONS``: a group that consumes one of our features may
+    forward its options along the chain."""
     accessible = _accessible_plugins()
     groups: Iterable[Any] = accessible if accessible is not None else _all_feature_groups()
-    return frozenset(str(key) for group in groups for key in (getattr(group, "PROPERTY_MAPPING", None) or {}))
+    return frozenset(
+        str(key)
+        for group in groups
+        for key in (*(getattr(group, "PROPERTY_MAPPING", None) or {}), *getattr(group, "OPTIONS", ()))
+    )
 
 
 def _all_feature_groups() -> set[type[FeatureGroup]]:

@@ -35,6 +35,9 @@ class RetrievalMetrics(FeatureGroup):
     """
 
     FEATURE_NAME: ClassVar[str] = "retrieval_metrics"
+    OPTIONS: ClassVar[tuple[str, ...]] = OPTION_KEYS
+    """Declared like every group of this package: its options travel up the chain to the ranking, whose strict
+    option check accepts the keys any group of the run declares."""
 
     @classmethod
     def match_feature_group_criteria(
