@@ -102,13 +102,16 @@ def _mloda_declared_keys() -> frozenset[str]:
     """Keys the other feature groups of this run declare, in mloda's ``PROPERTY_MAPPING`` or, for a plain mloda
     group of this package (``retrieval_metrics``), in ``OPTIONS``: a group that consumes one of our features may
     forward its options along the chain."""
+    from rag_integration.core.feature_group import SelectorFeatureGroup
+
     accessible = _accessible_plugins()
     groups: Iterable[Any] = accessible if accessible is not None else _all_feature_groups()
-    return frozenset(
-        str(key)
-        for group in groups
-        for key in (*(getattr(group, "PROPERTY_MAPPING", None) or {}), *getattr(group, "OPTIONS", ()))
-    )
+    keys: set[str] = set()
+    for group in groups:
+        keys.update(str(key) for key in getattr(group, "PROPERTY_MAPPING", None) or {})
+        if not (isinstance(group, type) and issubclass(group, SelectorFeatureGroup)):  # a backend counts if selected
+            keys.update(str(key) for key in getattr(group, "OPTIONS", ()))
+    return frozenset(keys)
 
 
 def _all_feature_groups() -> set[type[FeatureGroup]]:
