@@ -16,7 +16,7 @@ from mloda.user.python_dict import PythonDictFramework
 import rag_integration
 from rag_integration.core import deadline as deadline_module
 from rag_integration.core import index_cache
-from rag_integration.core.deadline import Deadline, deadline_scope, within_deadline
+from rag_integration.core.deadline import Budget, Deadline, deadline_scope, within_deadline
 from rag_integration.core.declarations import check_request_options
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.index_cache import INDEX_CACHE, IndexCache, IndexKey
@@ -334,3 +334,15 @@ def test_the_filter_only_drops_connector_error_tracebacks() -> None:
     assert drop.filter(record("Traceback (most recent call last):\n  ...\nRuntimeError\n"))
     assert drop.filter(record("something else went wrong"))
     assert issubclass(UnknownBackendError, ConnectorError)
+
+
+def test_a_budget_ends_at_the_nearer_limit_and_names_its_option() -> None:
+    near = Deadline(limit_ms=50, started=deadline_module._clock()).budget(5.0, "r2r_timeout")
+    assert near.option == "deadline_ms" and 0 < near.seconds <= 0.05
+    assert "deadline_ms" in str(near.exceeded("reading")) and "r2r_timeout" not in str(near.exceeded("reading"))
+    far = Deadline(limit_ms=60_000, started=deadline_module._clock()).budget(5.0, "r2r_timeout")
+    assert (far.option, far.seconds) == ("r2r_timeout", 5.0)
+    assert "option 'r2r_timeout' (5.0 s) ran out reading" in str(far.exceeded("reading"))
+    spent = Budget(1.0, deadline_module._clock() - 1, "sql_time_limit", Deadline())
+    with pytest.raises(DeadlineExceededError, match="sql_time_limit"):
+        spent.check("while planning")

@@ -53,6 +53,13 @@ class Deadline:
         """True when this deadline, not a family's ``own_limit`` (seconds from now), ends first."""
         return self.seconds_left() < own_limit
 
+    def budget(self, own_limit: float, own_option: str) -> Budget:
+        """A piece of work held to a family's own time limit (``own_limit`` seconds from now, ``own_option``) and to
+        this deadline: it ends at the nearer of the two, and runs out naming the option that set that end."""
+        if self.binds(own_limit):
+            return Budget(max(self.seconds_left(), 1e-3), self.ends, DEADLINE_OPTION, self)
+        return Budget(own_limit, _clock() + own_limit, own_option, self)
+
     def check(self, step: str) -> None:
         """Raise ``DeadlineExceededError`` naming ``step`` once the budget is spent."""
         if _clock() > self.ends:
@@ -62,6 +69,35 @@ class Deadline:
         return DeadlineExceededError(
             f"option '{DEADLINE_OPTION}' ({self.limit_ms} ms) ran out {step}: "
             "expected the request to finish in time; raise deadline_ms or ask for less"
+        )
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The time one piece of work has (an R2R query, planning a SQL question): ``seconds`` long, over at ``ends``
+    (on ``_clock``), set by ``option``, either ``deadline_ms`` or the family's own limit, whichever ends first."""
+
+    seconds: float
+    ends: float
+    option: str
+    request: Deadline
+    """The request's deadline, which reports running out when it is the nearer limit."""
+
+    def seconds_left(self) -> float:
+        return max(0.0, self.ends - _clock())
+
+    def check(self, step: str, expected: str = "") -> None:
+        """Raise ``DeadlineExceededError`` naming ``step`` once the time is up."""
+        if _clock() > self.ends:
+            raise self.exceeded(step, expected)
+
+    def exceeded(self, step: str, expected: str = "") -> DeadlineExceededError:
+        """The error naming the option that ran out; ``expected`` says more about the family's own limit."""
+        if self.option == DEADLINE_OPTION:
+            return self.request.exceeded(step)
+        return DeadlineExceededError(
+            f"option '{self.option}' ({self.seconds} s) ran out {step}: "
+            f"expected {expected or 'the work to finish in time'}, or a larger {self.option}"
         )
 
 
