@@ -178,9 +178,12 @@ def test_planning_is_held_to_the_deadline() -> None:
 def test_planning_is_held_to_deadline_ms_when_it_ends_first() -> None:
     """A spent ``deadline_ms`` stops planning (not only the SQL), however long ``sql_time_limit`` is."""
     spent = Deadline(limit_ms=50, started=deadline_module._clock() - 1)
-    with RecordingSandbox(employees()) as sandbox, deadline_scope(spent):
-        with pytest.raises(DeadlineExceededError, match=r"deadline_ms.*planning"):
-            AggregateSql.ask(sandbox, "list employees in Berlin and salary over 5")
+    with (
+        RecordingSandbox(employees()) as sandbox,
+        deadline_scope(spent),
+        pytest.raises(DeadlineExceededError, match=r"deadline_ms.*planning"),
+    ):
+        AggregateSql.ask(sandbox, "list employees in Berlin and salary over 5")
     assert sandbox.ran == []
     budget = NO_DEADLINE.budget(5.0, "sql_time_limit")
     assert (budget.option, budget.seconds) == ("sql_time_limit", 5.0)

@@ -15,8 +15,8 @@ import math
 from collections.abc import Collection, Mapping
 from typing import ClassVar, NoReturn
 
-from rag_integration.feature_groups.connectors.structured.columns import INT64, ColumnSpec, is_iso_date
 from rag_integration.core.deadline import Budget
+from rag_integration.feature_groups.connectors.structured.columns import INT64, ColumnSpec, is_iso_date
 from rag_integration.feature_groups.connectors.structured.lexicon import MAX_VALUE_WORDS, PLANNING, Lexicon
 from rag_integration.feature_groups.connectors.structured.plan import (
     LIKE_ESCAPE,
