@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -346,3 +347,18 @@ def test_a_budget_ends_at_the_nearer_limit_and_names_its_option() -> None:
     spent = Budget(1.0, deadline_module._clock() - 1, "sql_time_limit", Deadline())
     with pytest.raises(DeadlineExceededError, match="sql_time_limit"):
         spent.check("while planning")
+
+
+def test_every_page_gives_deadline_ms_the_same_scope() -> None:
+    """The budget is one feature group's answer (a chain gets one per step); no page may promise the whole request."""
+    docs = Path(rag_integration.__file__).parents[1] / "docs"
+    rows = {
+        page.name: line
+        for page in sorted(docs.glob("*.md"))
+        for line in page.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| `deadline_ms`")
+    }
+    assert len(rows) >= 6, rows
+    assert all("feature group's answer" in row for row in rows.values()), rows
+    assert "one `deadline_ms` per step" in (docs / "options.md").read_text(encoding="utf-8")
+    assert "one feature group's answer" in (deadline_module.__doc__ or "")
