@@ -187,7 +187,7 @@ def index(
         "index_dir": str(index_dir),
     }
     with progress_display(progress), step(f"indexing {len(paths)} path(s) into {index_dir}"):
-        rows = _run_feature(feature_name, options, set(STAGES))
+        rows = _run_feature(feature_name, options, set(STAGES), progress)
     _console().print(f"indexed {len(rows)} chunks into {index_dir}")
     return 0
 
@@ -226,7 +226,7 @@ def search(
         options |= _file_options(files or [], chunker) | {"retrieve_backend": backend, "corpus_source": source}
         groups = {*STAGES, retriever}
     with progress_display(progress and not as_json):
-        rankings = _run_feature("retrieved_passages", options, groups)
+        rankings = _run_feature("retrieved_passages", options, groups, progress and not as_json)
     if as_json:
         print(json.dumps([{"query": text, "passages": ranking} for text, ranking in zip(query, rankings)], indent=2))
         return 0
@@ -252,14 +252,14 @@ def _file_options(paths: Sequence[Path], chunker: str) -> dict[str, Any]:
     return options
 
 
-def _run_feature(name: str, options: dict[str, Any], groups: set[type[Any]]) -> list[Any]:
+def _run_feature(name: str, options: dict[str, Any], groups: set[type[Any]], progress: bool) -> list[Any]:
     from mloda.user import Feature, Options, PluginCollector, mlodaAPI
     from mloda.user.python_dict import PythonDictFramework
 
     from rag_integration.core.frames import frame_column
 
     result = mlodaAPI.run_all(
-        [Feature(name, options=Options(context={**options, "show_progress": True}))],
+        [Feature(name, options=Options(context={**options, "show_progress": progress}))],
         compute_frameworks=[PythonDictFramework],
         plugin_collector=PluginCollector.enabled_feature_groups(groups),
     )

@@ -147,3 +147,20 @@ def test_the_certification_report_records_every_check() -> None:
 def test_no_command_prints_the_help_as_a_usage_error() -> None:
     result = RUNNER.invoke(app, [])
     assert result.exit_code == 2 and "Usage:" in result.stderr and "eval" in result.stderr
+
+
+@pytest.mark.parametrize("quiet", [["--no-progress"], ["--json"]])
+def test_search_without_progress_draws_no_bars(tmp_path: Path, quiet: list[str]) -> None:
+    (tmp_path / "oil.md").write_text("Change the engine oil every 10,000 km.")
+    result = RUNNER.invoke(app, ["search", "engine oil", "--files", str(tmp_path), *quiet])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+
+
+def test_index_without_progress_draws_no_bars(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "oil.md").write_text("Change the engine oil every 10,000 km.")
+    arguments = ["index", str(tmp_path / "docs"), "--index-dir", str(tmp_path / "store"), "--embedding-model", "hash"]
+    result = RUNNER.invoke(app, [*arguments, "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""

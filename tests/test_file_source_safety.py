@@ -140,3 +140,14 @@ def test_a_csv_field_over_128_kib_is_a_typed_error(tmp_path: Path) -> None:
     (tmp_path / "wide.csv").write_text("doc_id,text\nd1," + "x" * (128 * 1024 + 1) + "\n", encoding="utf-8")
     with pytest.raises(InvalidOptionError, match=r"wide\.csv.*field"):
         docs(str(tmp_path))
+
+
+def test_a_globs_files_are_named_by_their_path_inside_its_folder(tmp_path: Path) -> None:
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "README.md").write_text(f"about {folder}", encoding="utf-8")
+        (tmp_path / folder / "notes.jsonl").write_text(json.dumps({"text": f"note {folder}"}) + "\n", encoding="utf-8")
+    rows = docs(str(tmp_path / "**" / "*.*"))
+    assert [row["doc_id"] for row in rows] == [row["doc_id"] for row in docs(str(tmp_path))]
+    assert len({row["doc_id"] for row in rows}) == 4
+    assert "a/README.md" in {row["doc_id"] for row in rows}

@@ -18,11 +18,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rag_integration.core import deadline as deadline_module
+from rag_integration.core.deadline import Deadline, deadline_scope
 from rag_integration.core.errors import DeadlineExceededError, RemoteServiceError
 from rag_integration.core.grounding import quote_form
 from rag_integration.feature_groups.connectors.orchestrator import R2RFixtureOrchestrator
 from rag_integration.feature_groups.connectors.orchestrator import base as orchestrator_base
 from rag_integration.feature_groups.connectors.orchestrator.r2r_orchestrator import MAX_ANSWER_CHARS, MAX_HITS
+from rag_integration.feature_groups.connectors.orchestrator.r2r_transport import QueryDeadline
 from rag_integration.testing.runner import run_feature
 
 
@@ -158,3 +161,12 @@ def test_quote_form_removes_nested_markers_in_one_pass_as_defined(text: str) -> 
     assert quote_form(text) == repeated_marker_removal(text)
     long_text = (text + " word") * 400  # past the length where ASCII text with single spaces is not split
     assert quote_form(long_text) == repeated_marker_removal(long_text)
+
+
+def test_a_nearer_deadline_ms_sets_the_query_deadline_and_its_error() -> None:
+    """Each query's limit is the nearer of r2r_timeout and the request's time left, and errors name that option."""
+    with deadline_scope(Deadline(limit_ms=200, started=deadline_module._clock())):
+        bound = QueryDeadline.start(5.0, "q")
+    assert 0 < bound.seconds <= 0.2 and "deadline_ms" in str(bound.exceeded())
+    free = QueryDeadline.start(5.0, "q")
+    assert free.seconds == 5.0 and re.search(r"r2r_timeout.*grounding", str(free.exceeded()))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -16,7 +17,7 @@ from mloda.user.python_dict import PythonDictFramework
 import rag_integration
 from rag_integration.core import deadline as deadline_module
 from rag_integration.core import index_cache
-from rag_integration.core.deadline import Deadline, deadline_scope, within_deadline
+from rag_integration.core.deadline import Budget, Deadline, deadline_scope, within_deadline
 from rag_integration.core.declarations import check_request_options
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.index_cache import INDEX_CACHE, IndexCache, IndexKey
@@ -334,3 +335,30 @@ def test_the_filter_only_drops_connector_error_tracebacks() -> None:
     assert drop.filter(record("Traceback (most recent call last):\n  ...\nRuntimeError\n"))
     assert drop.filter(record("something else went wrong"))
     assert issubclass(UnknownBackendError, ConnectorError)
+
+
+def test_a_budget_ends_at_the_nearer_limit_and_names_its_option() -> None:
+    near = Deadline(limit_ms=50, started=deadline_module._clock()).budget(5.0, "r2r_timeout")
+    assert near.option == "deadline_ms" and 0 < near.seconds <= 0.05
+    assert "deadline_ms" in str(near.exceeded("reading")) and "r2r_timeout" not in str(near.exceeded("reading"))
+    far = Deadline(limit_ms=60_000, started=deadline_module._clock()).budget(5.0, "r2r_timeout")
+    assert (far.option, far.seconds) == ("r2r_timeout", 5.0)
+    assert "option 'r2r_timeout' (5.0 s) ran out reading" in str(far.exceeded("reading"))
+    spent = Budget(1.0, deadline_module._clock() - 1, "sql_time_limit", Deadline())
+    with pytest.raises(DeadlineExceededError, match="sql_time_limit"):
+        spent.check("while planning")
+
+
+def test_every_page_gives_deadline_ms_the_same_scope() -> None:
+    """The budget is one feature group's answer (a chain gets one per step); no page may promise the whole request."""
+    docs = Path(rag_integration.__file__).parents[1] / "docs"
+    rows = {
+        page.name: line
+        for page in sorted(docs.glob("*.md"))
+        for line in page.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| `deadline_ms`")
+    }
+    assert len(rows) >= 6, rows
+    assert all("feature group's answer" in row for row in rows.values()), rows
+    assert "one `deadline_ms` per step" in (docs / "options.md").read_text(encoding="utf-8")
+    assert "one feature group's answer" in (deadline_module.__doc__ or "")

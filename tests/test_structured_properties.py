@@ -6,7 +6,6 @@ a refusal points to the backend that would answer."""
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlglot import exp
 
+from rag_integration.core import deadline as deadline_module
+from rag_integration.core.deadline import NO_DEADLINE, Budget, Deadline, deadline_scope
 from rag_integration.core.errors import DeadlineExceededError, InvalidOptionError
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.connectors.structured import (
@@ -25,7 +26,7 @@ from rag_integration.feature_groups.connectors.structured import (
     TableSpec,
     guard_sql,
 )
-from rag_integration.feature_groups.connectors.structured.lexicon import Lexicon, PlanningDeadline
+from rag_integration.feature_groups.connectors.structured.lexicon import Lexicon
 from rag_integration.feature_groups.connectors.structured.parser import NotUnderstood, Parser, Question
 from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
 from rag_integration.testing.structured import COLUMNS, EMPLOYEES, TABLE
@@ -166,12 +167,26 @@ def test_like_patterns_escape_wildcards(value: str) -> None:
 
 def test_planning_is_held_to_the_deadline() -> None:
     """Planning counts against ``sql_time_limit``: a question whose time is already spent is not planned."""
-    spent = PlanningDeadline(1.0, started=time.monotonic() - 2)
+    spent = Budget(1.0, deadline_module._clock() - 1, "sql_time_limit", NO_DEADLINE)
     question = Question("list employees in Berlin and salary over 5", Lexicon.of(employees()), spent)
     with pytest.raises(DeadlineExceededError, match="sql_time_limit"):
         Parser(question, AggregateSql.CONSTRUCTS).parse()
     with pytest.raises(DeadlineExceededError, match="sql_time_limit"):
         Lexicon.of(employees(), spent)
+
+
+def test_planning_is_held_to_deadline_ms_when_it_ends_first() -> None:
+    """A spent ``deadline_ms`` stops planning (not only the SQL), however long ``sql_time_limit`` is."""
+    spent = Deadline(limit_ms=50, started=deadline_module._clock() - 1)
+    with (
+        RecordingSandbox(employees()) as sandbox,
+        deadline_scope(spent),
+        pytest.raises(DeadlineExceededError, match=r"deadline_ms.*planning"),
+    ):
+        AggregateSql.ask(sandbox, "list employees in Berlin and salary over 5")
+    assert sandbox.ran == []
+    budget = NO_DEADLINE.budget(5.0, "sql_time_limit")
+    assert (budget.option, budget.seconds) == ("sql_time_limit", 5.0)
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,14 @@
-"""``deadline_ms``: one request's time budget, checked between steps by every family.
+"""``deadline_ms``: the time budget of one feature group's answer, checked between steps by every family.
 
 A feature group opens the budget when it starts answering (``deadline_scope``); code anywhere below it calls
 ``check_deadline`` between batches, queries or hops, and time limits of a family's own (``sql_time_limit``,
-``r2r_timeout``) are cut to ``current_deadline().seconds_left()`` so the two never disagree. Work inside one library
-call (a FAISS search, one SQL statement) is bounded by that library only where it lets us interrupt it.
+``r2r_timeout``) are cut to the time left (``Deadline.budget``, ``within_deadline``) so the two never disagree.
+Work inside one library call (a FAISS search, one SQL statement) is bounded by that library only where it lets us
+interrupt it.
+
+The budget is per feature group, not per ``run_all``: mloda 0.18 gives a feature group no handle on its run, and
+options objects may be reused across runs, so no clock could safely be shared by the steps of one run. A chain of
+steps therefore gets one budget per step (docs/options.md).
 """
 
 from __future__ import annotations
@@ -53,6 +58,13 @@ class Deadline:
         """True when this deadline, not a family's ``own_limit`` (seconds from now), ends first."""
         return self.seconds_left() < own_limit
 
+    def budget(self, own_limit: float, own_option: str) -> Budget:
+        """A piece of work held to a family's own time limit (``own_limit`` seconds from now, ``own_option``) and to
+        this deadline: it ends at the nearer of the two, and runs out naming the option that set that end."""
+        if self.binds(own_limit):
+            return Budget(max(self.seconds_left(), 1e-3), self.ends, DEADLINE_OPTION, self)
+        return Budget(own_limit, _clock() + own_limit, own_option, self)
+
     def check(self, step: str) -> None:
         """Raise ``DeadlineExceededError`` naming ``step`` once the budget is spent."""
         if _clock() > self.ends:
@@ -61,7 +73,36 @@ class Deadline:
     def exceeded(self, step: str) -> DeadlineExceededError:
         return DeadlineExceededError(
             f"option '{DEADLINE_OPTION}' ({self.limit_ms} ms) ran out {step}: "
-            "expected the request to finish in time; raise deadline_ms or ask for less"
+            "expected the answer to finish in time; raise deadline_ms or ask for less"
+        )
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The time one piece of work has (an R2R query, planning a SQL question): ``seconds`` long, over at ``ends``
+    (on ``_clock``), set by ``option``, either ``deadline_ms`` or the family's own limit, whichever ends first."""
+
+    seconds: float
+    ends: float
+    option: str
+    deadline: Deadline
+    """The feature group's ``deadline_ms``, which reports running out when it is the nearer limit."""
+
+    def seconds_left(self) -> float:
+        return max(0.0, self.ends - _clock())
+
+    def check(self, step: str, expected: str = "") -> None:
+        """Raise ``DeadlineExceededError`` naming ``step`` once the time is up."""
+        if _clock() > self.ends:
+            raise self.exceeded(step, expected)
+
+    def exceeded(self, step: str, expected: str = "") -> DeadlineExceededError:
+        """The error naming the option that ran out; ``expected`` says more about the family's own limit."""
+        if self.option == DEADLINE_OPTION:
+            return self.deadline.exceeded(step)
+        return DeadlineExceededError(
+            f"option '{self.option}' ({self.seconds} s) ran out {step}: "
+            f"expected {expected or 'the work to finish in time'}, or a larger {self.option}"
         )
 
 
@@ -80,19 +121,19 @@ def deadline_scope(deadline: Deadline) -> Iterator[Deadline]:
 
 
 def current_deadline() -> Deadline:
-    """The deadline of the request being answered (unlimited outside one, e.g. on a Spark executor)."""
+    """The deadline of the feature group answering (unlimited outside one, e.g. on a Spark executor)."""
     return _CURRENT.get() or NO_DEADLINE
 
 
 def check_deadline(step: str) -> None:
-    """Raise ``DeadlineExceededError`` when the current request's ``deadline_ms`` has passed."""
+    """Raise ``DeadlineExceededError`` when the answering feature group's ``deadline_ms`` has passed."""
     current_deadline().check(step)
 
 
 def within_deadline(own_limit: float, call: Callable[[float], T], step: str) -> T:
-    """``call(limit)`` with the smaller of a family's own time limit (seconds) and the request's time left.
+    """``call(limit)`` with the smaller of a family's own time limit (seconds) and the ``deadline_ms`` time left.
 
-    When the request's deadline is the smaller one, a ``DeadlineExceededError`` from ``call`` is reported against
+    When ``deadline_ms`` is the smaller one, a ``DeadlineExceededError`` from ``call`` is reported against
     ``deadline_ms`` (the option that actually ran out) instead of the family's own limit.
     """
     deadline = current_deadline()

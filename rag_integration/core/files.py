@@ -74,7 +74,10 @@ def _find(pattern: str, rules: FileRules) -> list[FoundFile]:
 
 
 def _glob(pattern: str, rules: FileRules) -> list[FoundFile]:
-    """A glob's files: its leading folder (the parts without wildcards) walked once, the rest matched per part."""
+    """A glob's files: its leading folder (the parts without wildcards) walked once, the rest matched per part.
+
+    Each file is named by its path inside that folder, as a folder walk names it, so ``docs/**/*.md`` keeps
+    ``a/README.md`` and ``b/README.md`` apart."""
     parts = Path(pattern).parts
     fixed = next(position for position, part in enumerate(parts) if any(char in GLOB_MAGIC for char in part))
     root = Path(*parts[:fixed]) if fixed else Path(".")
@@ -85,7 +88,7 @@ def _glob(pattern: str, rules: FileRules) -> list[FoundFile]:
     files = _walk(root, rules, lambda relative: _matches(relative.split("/"), wanted), max_depth=max_depth)
     if not files:
         raise InvalidOptionError(rules.option, pattern, "an existing file, folder or glob matching supported files")
-    return [FoundFile(real, shown, shown.name) for _, real, shown in files]
+    return [FoundFile(real, shown, relative) for relative, real, shown in files]
 
 
 def _matches(names: list[str], wanted: Sequence[str]) -> bool:

@@ -8,14 +8,13 @@ Every failure becomes a typed error: a server that has not answered in full by t
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rag_integration.core.deadline import Deadline, current_deadline
+from rag_integration.core.deadline import Budget, current_deadline
 from rag_integration.core.errors import DeadlineExceededError, InvalidOptionError, RemoteServiceError, short_repr
 from rag_integration.core.http import Endpoint, post
 
@@ -27,40 +26,37 @@ MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
 @dataclass(frozen=True)
 class QueryDeadline:
-    """One query's time limit: ``r2r_timeout``, or the time ``deadline_ms`` leaves when that ends first. Connecting,
-    sending, reading the response, parsing it and grounding the answer all count against it, so nothing a server
-    sends can keep the request running past it."""
+    """One query's time limit: ``r2r_timeout``, or the time ``deadline_ms`` leaves when that ends first
+    (``Deadline.budget``). Connecting, sending, reading the response, parsing it and grounding the answer all count
+    against it, so nothing a server sends can keep the request running past it."""
 
-    seconds: float
-    at: float
+    budget: Budget
     query: str
-    request_deadline: Deadline | None
-    """The request's ``deadline_ms`` when it, not ``r2r_timeout``, is the nearer limit (errors then name it)."""
 
     @classmethod
     def start(cls, seconds: float, query: str) -> QueryDeadline:
         request = current_deadline()
         request.check(f"before the R2R server was asked {short_repr(query)}")
-        binding = request if request.binds(seconds) else None
-        limit = seconds if binding is None else max(binding.seconds_left(), 1e-3)
-        return cls(limit, time.monotonic() + limit, query, binding)
+        return cls(request.budget(seconds, "r2r_timeout"), query)
 
-    def remaining(self) -> float:
-        return self.at - time.monotonic()
+    @property
+    def seconds(self) -> float:
+        return self.budget.seconds
+
+    @property
+    def at(self) -> float:
+        return self.budget.ends
 
     def check(self) -> None:
         """Raise ``DeadlineExceededError`` once the time is up; called between steps of the work after the read."""
-        if self.remaining() <= 0:
+        if self.budget.seconds_left() <= 0:
             raise self.exceeded()
 
     def exceeded(self) -> DeadlineExceededError:
-        if self.request_deadline is not None:
-            return self.request_deadline.exceeded(f"while the R2R answer to {short_repr(self.query)} was handled")
-        return DeadlineExceededError(
-            f"option 'r2r_timeout' ({self.seconds} s) ran out before the R2R answer to {short_repr(self.query)} had "
-            "been received and checked (the limit covers connecting, sending, reading the whole response, parsing "
-            "it and grounding the answer in the corpus): expected a server that answers in time, or a larger "
-            "r2r_timeout"
+        return self.budget.exceeded(
+            f"before the R2R answer to {short_repr(self.query)} had been received and checked",
+            "a server that answers in time (r2r_timeout covers connecting, sending, reading the whole response, "
+            "parsing it and grounding the answer in the corpus)",
         )
 
 

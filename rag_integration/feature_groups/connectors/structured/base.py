@@ -12,13 +12,13 @@ import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rag_integration.core.deadline import check_deadline, within_deadline
+from rag_integration.core.deadline import check_deadline, current_deadline, within_deadline
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.extras import require_module
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.options import OptionReader
 from rag_integration.core.schema import JSON, STRING, Shape
-from rag_integration.feature_groups.connectors.structured.lexicon import Lexicon, PlanningDeadline
+from rag_integration.feature_groups.connectors.structured.lexicon import Lexicon
 from rag_integration.feature_groups.connectors.structured.parser import NotUnderstood, Parser, Question
 from rag_integration.feature_groups.connectors.structured.plan import QueryPlan, Staged
 from rag_integration.feature_groups.connectors.structured.table import TableSpec
@@ -103,7 +103,7 @@ class BaseStructuredConnector(SelectorFeatureGroup):
         from rag_integration.feature_groups.connectors.structured.guard import guard_sql
         from rag_integration.feature_groups.connectors.structured.sql_builder import build_select
 
-        deadline = PlanningDeadline(sandbox.time_limit)
+        deadline = current_deadline().budget(sandbox.time_limit, "sql_time_limit")
         table = sandbox.table
         lexicon = _LEXICONS.get(sandbox)
         if lexicon is None:

@@ -8,10 +8,9 @@ table holds.
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass, field
 
-from rag_integration.core.errors import DeadlineExceededError
+from rag_integration.core.deadline import Budget
 from rag_integration.feature_groups.connectors.structured.columns import ColumnSpec
 from rag_integration.feature_groups.connectors.structured.table import TableSpec
 
@@ -27,18 +26,8 @@ TABLE_NOISE = frozenset(
 )
 
 
-class PlanningDeadline:
-    """When planning a question must be done: ``sql_time_limit`` after it was asked (lexicon building included)."""
-
-    def __init__(self, time_limit: float, started: float | None = None) -> None:
-        self.time_limit = time_limit
-        self.at = (time.monotonic() if started is None else started) + time_limit
-
-    def check(self) -> None:
-        if time.monotonic() > self.at:
-            raise DeadlineExceededError(
-                f"option 'sql_time_limit' ({self.time_limit} s) was exceeded while planning the question"
-            )
+PLANNING = "while planning the question"
+"""The step a planning ``Budget`` names when it runs out."""
 
 
 def plural(word: str) -> str:
@@ -82,7 +71,7 @@ class Lexicon:
     """The holders of each value stored in several spellings or columns, sorted once, however often it is asked."""
 
     @classmethod
-    def of(cls, table: TableSpec, deadline: PlanningDeadline | None = None) -> Lexicon:
+    def of(cls, table: TableSpec, deadline: Budget | None = None) -> Lexicon:
         name = table.name.lower()
         words = {name, *name.split("_")} - {""}
         table_words = {form for word in words for form in (word, plural(word), singular(word))}
@@ -105,12 +94,12 @@ class Lexicon:
             if words:
                 self.spellings.setdefault(words[0], []).append(Spelling(words, column, is_plural))
 
-    def _index_values(self, position: int, column: ColumnSpec, deadline: PlanningDeadline | None) -> None:
+    def _index_values(self, position: int, column: ColumnSpec, deadline: Budget | None) -> None:
         """Key -> (column, stored spelling): one shared pair per value, a list only where spellings differ in case."""
         values, name = self.values, column.name
         for number, stored in enumerate(dict.fromkeys(row[position] for row in self.table.rows)):
             if deadline is not None and number % CHECK_EVERY == 0:
-                deadline.check()
+                deadline.check(PLANNING)
             if isinstance(stored, str):
                 key = stored.casefold() if PLAIN.fullmatch(stored) else value_key(stored)
                 found = values.get(key)

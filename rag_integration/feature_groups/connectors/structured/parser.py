@@ -15,8 +15,9 @@ import math
 from collections.abc import Collection, Mapping
 from typing import ClassVar, NoReturn
 
+from rag_integration.core.deadline import Budget
 from rag_integration.feature_groups.connectors.structured.columns import INT64, ColumnSpec, is_iso_date
-from rag_integration.feature_groups.connectors.structured.lexicon import MAX_VALUE_WORDS, Lexicon, PlanningDeadline
+from rag_integration.feature_groups.connectors.structured.lexicon import MAX_VALUE_WORDS, PLANNING, Lexicon
 from rag_integration.feature_groups.connectors.structured.plan import (
     LIKE_ESCAPE,
     Condition,
@@ -78,7 +79,7 @@ class NotUnderstood(Exception):
 class Question:
     """One question about one table: its text, tokens and the table's lexicon, and the deadline for planning it."""
 
-    def __init__(self, text: str, lexicon: Lexicon, deadline: PlanningDeadline) -> None:
+    def __init__(self, text: str, lexicon: Lexicon, deadline: Budget) -> None:
         self.text = text
         self.lexicon = lexicon
         self.table = lexicon.table
@@ -89,7 +90,7 @@ class Question:
         raise NotUnderstood(reason)
 
     def check_deadline(self) -> None:
-        self.deadline.check()
+        self.deadline.check(PLANNING)
 
 
 _PHRASE_INDEX: dict[tuple[str, ...], dict[str, list[tuple[str, tuple[str, ...]]]]] = {}
