@@ -527,6 +527,7 @@ def test_an_index_measures_itself_without_serialising(monkeypatch: pytest.Monkey
     from rag_integration.core.index_cache import approximate_bytes
     from rag_integration.core.vector_index import FaissIndexSettings, build_faiss_index
     from rag_integration.feature_groups.connectors.retrieve.faiss_retriever import FaissIndex
+    from rag_integration.feature_groups.connectors.retrieve.hybrid_rrf_retriever import HybridIndex
     from rag_integration.feature_groups.rag_pipeline.vector_store.store import VectorStore
 
     vectors = np.random.default_rng(0).random((50, 16), dtype=np.float32)
@@ -539,5 +540,7 @@ def test_an_index_measures_itself_without_serialising(monkeypatch: pytest.Monkey
     monkeypatch.setattr(faiss, "serialize_index", refuse)
     assert approximate_bytes(FaissIndex(flat, None, None)) == 50 * 16 * 4  # type: ignore[arg-type]
     assert approximate_bytes(FaissIndex(hnsw, None, None)) > 50 * 16 * 4  # type: ignore[arg-type]
+    hybrid = HybridIndex((FaissIndex(hnsw, None, None), "ranker"), ("d",))  # type: ignore[arg-type]
+    assert approximate_bytes(hybrid) > 50 * 16 * 4
     store = VectorStore(flat, [Document("d", "text")], {}, "v-1")
     assert approximate_bytes(store) == 50 * 16 * 4 + len("d") + len("text")

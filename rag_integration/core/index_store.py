@@ -124,7 +124,8 @@ def _mark_replaced(folder: Path, name: str | None) -> None:
     if name is None or not _VERSION_NAME.fullmatch(name):
         return
     try:
-        os.utime(folder / name, follow_symlinks=False)
+        if stat.S_ISDIR(os.lstat(folder / name).st_mode):
+            os.utime(folder / name)
     except OSError:
         return
 
