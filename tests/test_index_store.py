@@ -11,10 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import shutil
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +28,8 @@ import pytest
 
 from rag_integration.core import index_store
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
-from rag_integration.core.index_cache import INDEX_CACHE
+from rag_integration.core.files import FileTooLargeError, NotRegularFileError, read_regular_file
+from rag_integration.core.index_cache import INDEX_CACHE, IndexCache, IndexKey
 from rag_integration.core.index_store import MANIFEST_FILE, POINTER_FILE, StoreClaim, current_version, write_store
 from rag_integration.feature_groups.connectors.retrieve import (
     Bm25sRetriever,
@@ -381,3 +385,162 @@ def test_two_writers_and_a_reader_never_see_two_corpora_mixed(tmp_path: Path) ->
     reads, corpora = replies[2][0].split()
     assert all(count > 0 for count in writes) and int(reads) > 0
     assert set(corpora) <= {"a", "b"}, replies
+
+
+def write_text_store(folder: Path, n: int) -> str:
+    write_store(folder, StoreClaim("test", {"n": n}, "f"), lambda staging: (staging / "a").write_text(str(n)))
+    return live_version(folder).name
+
+
+def test_a_version_removed_while_it_is_read_is_read_again_from_the_new_pointer(tmp_path: Path) -> None:
+    first = write_text_store(tmp_path, 1)
+
+    def replace_and_remove(claim: StoreClaim) -> None:
+        if claim.settings == {"n": 1}:  # a writer moves CURRENT on and removes the version being checked
+            write_text_store(tmp_path, 2)
+            shutil.rmtree(tmp_path / first)
+
+    found = index_store.read_store(
+        tmp_path, replace_and_remove, lambda v: index_store.load_version(v, lambda f: (f / "a").read_text())
+    )
+    assert found is not None and found[1] == "2"
+
+
+def test_a_vanished_version_is_a_mismatch_not_an_os_error(tmp_path: Path) -> None:
+    write_text_store(tmp_path, 1)
+    version = current_version(tmp_path)
+    assert version is not None
+    shutil.rmtree(version.folder)
+    with pytest.raises(IndexMismatchError):
+        index_store.load_version(version, lambda folder: None)
+    assert index_store.intact_claim(tmp_path) is None
+
+
+def test_a_replaced_version_ages_from_when_it_stopped_being_live(tmp_path: Path) -> None:
+    first = write_text_store(tmp_path, 1)
+    long_ago = time.time() - 3600
+    os.utime(tmp_path / first, (long_ago, long_ago))  # written an hour ago, live until the next write
+    write_text_store(tmp_path, 2)
+    write_text_store(tmp_path, 3)
+    assert (tmp_path / first).is_dir()  # replaced just now: a reader may still be reading it
+
+
+def test_a_slow_writers_staging_folder_is_left_and_a_crashed_ones_removed(tmp_path: Path) -> None:
+    slow, crashed = tmp_path / ".staging-slow", tmp_path / ".staging-crashed"
+    for folder, age in ((slow, 600), (crashed, 2 * 24 * 3600)):
+        folder.mkdir()
+        (folder / "a").write_text("partial")
+        os.utime(folder, (time.time() - age, time.time() - age))
+    write_text_store(tmp_path, 1)
+    assert slow.is_dir() and not crashed.exists()
+
+
+def test_a_fifo_pointer_is_refused_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / POINTER_FILE)
+    with pytest.raises(IndexMismatchError, match=POINTER_FILE):
+        current_version(tmp_path)
+
+
+def test_a_linked_manifest_is_refused(tmp_path: Path) -> None:
+    write_text_store(tmp_path, 1)
+    manifest = live_version(tmp_path) / MANIFEST_FILE
+    elsewhere = tmp_path / "elsewhere.json"
+    shutil.move(manifest, elsewhere)
+    manifest.symlink_to(elsewhere)
+    with pytest.raises(IndexMismatchError, match=MANIFEST_FILE):
+        current_version(tmp_path)
+
+
+def test_read_regular_file_refuses_special_and_oversize_files(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "big").write_bytes(b"x" * 11)
+    with pytest.raises(NotRegularFileError):
+        read_regular_file(tmp_path / "fifo", 10)
+    with pytest.raises(FileTooLargeError):
+        read_regular_file(tmp_path / "big", 10)
+    assert read_regular_file(tmp_path / "big", 11) == b"x" * 11
+
+
+def cached_text_index(cache: IndexCache, folder: Path, key: IndexKey) -> Any:
+    return cache.get_or_build(
+        key,
+        lambda: "built",
+        index_dir=folder,
+        save=lambda index, staging: (staging / "a").write_text(index),
+        load=lambda version: (version / "a").read_text(),
+    )
+
+
+def test_a_cache_hit_verifies_the_store_only_when_current_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache, key = IndexCache(), IndexKey.of("test", {"n": 1}, "f")
+    assert cached_text_index(cache, tmp_path, key) == "built"
+    hashed: list[Path] = []
+    real_record = index_store._file_record
+    monkeypatch.setattr(index_store, "_file_record", lambda path: hashed.append(path) or real_record(path))
+    for _ in range(5):
+        assert cached_text_index(cache, tmp_path, key) == "built"
+    assert hashed == [] and cache.stats.hits == 5
+    store = tmp_path / key.folder_name()
+    write_store(store, StoreClaim("other", {}, "g"), lambda staging: (staging / "a").write_text("other"))
+    assert cached_text_index(cache, tmp_path, key) == "built"  # CURRENT changed: verified, written again
+    live = current_version(store)
+    assert hashed and live is not None and live.claim.same_as(key.claim())
+    hashed.clear()
+    assert cached_text_index(cache, tmp_path, key) == "built"
+    assert hashed == []
+
+
+def test_a_cold_build_blocks_neither_other_keys_nor_builds_one_key_twice() -> None:
+    cache = IndexCache()
+    warm, cold = IndexKey.of("test", {"n": 1}, "f"), IndexKey.of("test", {"n": 2}, "f")
+    cache.get_or_build(warm, lambda: "warm")
+    started, release = threading.Event(), threading.Event()
+
+    def slow_build() -> str:
+        started.set()
+        assert release.wait(30)
+        return "cold"
+
+    results: list[Any] = []
+    builders = [threading.Thread(target=lambda: results.append(cache.get_or_build(cold, slow_build)))]
+    builders[0].start()
+    assert started.wait(30)
+    hit = threading.Thread(target=lambda: results.append(cache.get_or_build(warm, lambda: "rebuilt")))
+    hit.start()
+    hit.join(30)
+    assert results == ["warm"]  # served while the other key was still building
+    builders.append(threading.Thread(target=lambda: results.append(cache.get_or_build(cold, slow_build))))
+    builders[1].start()
+    release.set()
+    for builder in builders:
+        builder.join(30)
+    assert results == ["warm", "cold", "cold"]
+    assert cache.stats.builds == 2 and cache.stats.hits == 2  # the second cold request waited and hit
+
+
+def test_an_index_measures_itself_without_serialising(monkeypatch: pytest.MonkeyPatch) -> None:
+    import faiss
+
+    from rag_integration.core.documents import Document
+    from rag_integration.core.index_cache import approximate_bytes
+    from rag_integration.core.vector_index import FaissIndexSettings, build_faiss_index
+    from rag_integration.feature_groups.connectors.retrieve.faiss_retriever import FaissIndex
+    from rag_integration.feature_groups.connectors.retrieve.hybrid_rrf_retriever import HybridIndex
+    from rag_integration.feature_groups.rag_pipeline.vector_store.store import VectorStore
+
+    vectors = np.random.default_rng(0).random((50, 16), dtype=np.float32)
+    flat = build_faiss_index(vectors, FaissIndexSettings("flat", 8, 4), "faiss")
+    hnsw = build_faiss_index(vectors, FaissIndexSettings("hnsw", 8, 4), "faiss")
+
+    def refuse(index: Any) -> Any:
+        raise AssertionError("serialize_index copies the whole index")
+
+    monkeypatch.setattr(faiss, "serialize_index", refuse)
+    assert approximate_bytes(FaissIndex(flat, None, None)) == 50 * 16 * 4  # type: ignore[arg-type]
+    assert approximate_bytes(FaissIndex(hnsw, None, None)) > 50 * 16 * 4  # type: ignore[arg-type]
+    hybrid = HybridIndex((FaissIndex(hnsw, None, None), "ranker"), ("d",))  # type: ignore[arg-type]
+    assert approximate_bytes(hybrid) > 50 * 16 * 4
+    store = VectorStore(flat, [Document("d", "text")], {}, "v-1")
+    assert approximate_bytes(store) == 50 * 16 * 4 + len("d") + len("text")

@@ -169,27 +169,43 @@ def _checked(path: Path, root: Path, rules: FileRules) -> Path:
     return real
 
 
-def read_file_bytes(file: FoundFile, rules: FileRules) -> bytes:
-    """The file's bytes, refused unless it is a regular file of at most ``max_file_bytes``. Opened without
-    following a final link (the path is already resolved) and without blocking, so a FIFO cannot hang a read."""
+class NotRegularFileError(OSError):
+    """A path names a FIFO, socket, device or folder, never read as a file."""
+
+
+class FileTooLargeError(OSError):
+    """A regular file holds more bytes than its reader allows."""
+
+
+def read_regular_file(path: Path | str, limit: int) -> bytes:
+    """At most ``limit`` bytes of a regular file, else an ``OSError``: opened without following a final link and
+    without blocking (a FIFO cannot hang the read), checked with ``fstat`` before a byte is read
+    (``NotRegularFileError``) and refused past ``limit`` (``FileTooLargeError``)."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        descriptor = os.open(file.real, flags)
-    except OSError as error:
-        raise InvalidOptionError(rules.option, str(file.shown), f"a readable file ({error.strerror})") from error
+    descriptor = os.open(path, flags)
     with os.fdopen(descriptor, "rb") as handle:
         status = os.fstat(handle.fileno())
         if not stat.S_ISREG(status.st_mode):
-            raise UnsafePathError(rules.option, str(file.shown), "a regular file (not a FIFO, socket or device)")
-        if status.st_size > rules.max_file_bytes:
-            raise _too_large(file, rules)
-        try:
-            data = handle.read(rules.max_file_bytes + 1)
-        except OSError as error:
-            raise InvalidOptionError(rules.option, str(file.shown), f"a readable file ({error.strerror})") from error
-    if len(data) > rules.max_file_bytes:
-        raise _too_large(file, rules)
+            raise NotRegularFileError(f"{Path(path).name} is not a regular file")
+        if status.st_size > limit:
+            raise FileTooLargeError(f"{Path(path).name} is larger than {limit} bytes")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise FileTooLargeError(f"{Path(path).name} is larger than {limit} bytes")
     return data
+
+
+def read_file_bytes(file: FoundFile, rules: FileRules) -> bytes:
+    """The file's bytes, refused unless it is a regular file of at most ``max_file_bytes`` (``read_regular_file``;
+    the path is already resolved, so not following a final link loses nothing)."""
+    try:
+        return read_regular_file(file.real, rules.max_file_bytes)
+    except NotRegularFileError as error:
+        raise UnsafePathError(rules.option, str(file.shown), "a regular file (not a FIFO, socket or device)") from error
+    except FileTooLargeError as error:
+        raise _too_large(file, rules) from error
+    except OSError as error:
+        raise InvalidOptionError(rules.option, str(file.shown), f"a readable file ({error.strerror})") from error
 
 
 def _too_large(file: FoundFile, rules: FileRules) -> InvalidOptionError:

@@ -7,6 +7,7 @@ driver, say) can be shipped pickled and ``install``-ed under its key, so a worke
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -16,13 +17,21 @@ import pickle
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
-from rag_integration.core.index_store import StoreClaim, intact_claim, load_version, read_store, write_store
+from rag_integration.core.index_store import (
+    StoreClaim,
+    live_version_name,
+    load_version,
+    pointer_state,
+    read_store,
+    verified_version,
+    write_store,
+)
 from rag_integration.core.progress import step
 
 LOGGER = logging.getLogger(__name__)
@@ -66,14 +75,36 @@ class CacheStats:
     installs: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class _StoredMark:
+    """The store version last verified (or written) for a key and the ``CURRENT`` state that named it."""
+
+    version: str
+    pointer: tuple[int, int, int]
+
+
+@dataclass(slots=True)
+class _KeyLock:
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    users: int = 0
+
+
+_MISSING = object()
+
+
 class IndexCache:
-    """Process-wide LRU of built indexes, bounded by ``capacity`` entries and ``max_bytes`` (the indexes' pickled
-    size, measured once when an index is kept); ``capacity`` 0 disables in-memory reuse. An index larger than
-    ``max_bytes`` alone is used by its request and not kept."""
+    """Process-wide LRU of built indexes, bounded by ``capacity`` entries and ``max_bytes`` (each index's
+    ``approximate_bytes``, measured once when it is kept); ``capacity`` 0 disables in-memory reuse. An index larger
+    than ``max_bytes`` alone is used by its request and not kept.
+
+    The cache lock guards only the dictionaries: building, loading, saving and measuring run outside it under a
+    lock of their key, so a cold build never blocks another key's hits and one key is never built twice at once."""
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self._entries: OrderedDict[IndexKey, Any] = OrderedDict()
         self._sizes: dict[IndexKey, int] = {}
+        self._marks: dict[IndexKey, _StoredMark] = {}
+        self._key_locks: dict[IndexKey, _KeyLock] = {}
         self._lock = threading.RLock()
         self.capacity = capacity
         self.max_bytes = max_bytes
@@ -94,6 +125,7 @@ class IndexCache:
         with self._lock:
             self._entries.clear()
             self._sizes.clear()
+            self._marks.clear()
             self.stats = CacheStats()
 
     def __len__(self) -> int:
@@ -112,41 +144,48 @@ class IndexCache:
         load: Callable[[Path], Any] | None = None,
     ) -> Any:
         """The index for ``key``: from memory, else loaded from ``index_dir``, else built (and saved there). A stored
-        index that fails its checks (``IndexMismatchError``) is logged, rebuilt and written again."""
+        index that fails its checks (``IndexMismatchError``) is logged, rebuilt and written again. On a hit the store
+        is checked again (and written again if it changed) only when its ``CURRENT`` file changed."""
         folder = Path(index_dir) / key.folder_name() if index_dir is not None else None
-        with self._lock:
-            if key in self._entries:
-                self._entries.move_to_end(key)
-                self.stats.hits += 1
-                index = self._entries[key]
-                if folder is not None and save is not None and not _stored(folder, key):
-                    _save(folder, key, index, save)
+        index = self._hit(key)
+        if index is not _MISSING:
+            if folder is not None and save is not None:
+                self._keep_stored(key, folder, index, save)
+            return index
+        with self._key_lock(key):
+            index = self._hit(key)
+            if index is not _MISSING:
                 return index
-            index = None
+            index, mark = None, None
             if folder is not None and load is not None:
                 with step(f"loading the {key.backend} index from {folder}"):
-                    index = _load(folder, key, load)
-                if index is not None:
+                    index, mark = _load(folder, key, load)
+            if index is not None:
+                with self._lock:
                     self.stats.loads += 1
-            if index is None:
+            else:
                 with step(f"building the {key.backend} index"):
                     index = build()
-                self.stats.builds += 1
+                with self._lock:
+                    self.stats.builds += 1
                 if folder is not None and save is not None:
-                    _save(folder, key, index, save)
-            self._remember(key, index)
+                    mark = _save(folder, key, index, save)
+            self._remember(key, index, mark)
             return index
 
     def get_or_load(self, key: IndexKey, load: Callable[[], Any]) -> Any:
         """The index for ``key`` from memory, else read by ``load`` from a folder this cache does not manage (a
         vector store written by the pipeline): counted as a load, since nothing is built."""
-        with self._lock:
-            if key in self._entries:
-                self._entries.move_to_end(key)
-                self.stats.hits += 1
-                return self._entries[key]
+        index = self._hit(key)
+        if index is not _MISSING:
+            return index
+        with self._key_lock(key):
+            index = self._hit(key)
+            if index is not _MISSING:
+                return index
             index = load()
-            self.stats.loads += 1
+            with self._lock:
+                self.stats.loads += 1
             self._remember(key, index)
             return index
 
@@ -155,23 +194,72 @@ class IndexCache:
         never as a build. With ``capacity`` 0 nothing is kept, as for a built index."""
         with self._lock:
             self.stats.installs += 1
-            self._remember(key, index)
+        self._remember(key, index)
 
-    def _remember(self, key: IndexKey, index: Any) -> None:
+    def _hit(self, key: IndexKey) -> Any:
+        with self._lock:
+            if key not in self._entries:
+                return _MISSING
+            self._entries.move_to_end(key)
+            self.stats.hits += 1
+            return self._entries[key]
+
+    @contextlib.contextmanager
+    def _key_lock(self, key: IndexKey) -> Iterator[None]:
+        with self._lock:
+            slot = self._key_locks.setdefault(key, _KeyLock())
+            slot.users += 1
+        try:
+            with slot.lock:
+                yield
+        finally:
+            with self._lock:
+                slot.users -= 1
+                if slot.users == 0:
+                    del self._key_locks[key]
+
+    def _keep_stored(self, key: IndexKey, folder: Path, index: Any, save: Callable[[Any, Path], None]) -> None:
+        """Write a kept index to its store again when the store no longer holds it intact; the store is verified
+        (listed and hashed) only when ``CURRENT`` changed since it was last verified or written."""
+        with self._lock:
+            mark = self._marks.get(key)
+        if mark is not None and pointer_state(folder) == mark.pointer:
+            return
+        with self._key_lock(key):
+            state = pointer_state(folder)
+            version = verified_version(folder)
+            if version is not None and version.claim.same_as(key.claim()):
+                new_mark = _mark(folder, version.name, state)
+            else:
+                new_mark = _save(folder, key, index, save)
+            with self._lock:
+                if key in self._entries:
+                    self._set_mark(key, new_mark)
+
+    def _remember(self, key: IndexKey, index: Any, mark: _StoredMark | None = None) -> None:
         if self.capacity <= 0:
             return
         size = approximate_bytes(index)
-        if size > self.max_bytes:
-            return
-        self._entries[key] = index
-        self._sizes[key] = size
-        self._entries.move_to_end(key)
-        self._evict()
+        with self._lock:
+            if size > self.max_bytes or self.capacity <= 0:
+                return
+            self._entries[key] = index
+            self._sizes[key] = size
+            self._set_mark(key, mark)
+            self._entries.move_to_end(key)
+            self._evict()
+
+    def _set_mark(self, key: IndexKey, mark: _StoredMark | None) -> None:
+        if mark is None:
+            self._marks.pop(key, None)
+        else:
+            self._marks[key] = mark
 
     def _evict(self) -> None:
         while self._entries and (len(self._entries) > self.capacity or self.total_bytes > self.max_bytes):
             key, _ = self._entries.popitem(last=False)
             self._sizes.pop(key, None)
+            self._marks.pop(key, None)
 
 
 class _ByteCounter:
@@ -187,8 +275,12 @@ class _ByteCounter:
 
 
 def approximate_bytes(index: Any) -> int:
-    """An index's size as its pickle (every index here pickles, to travel to Spark executors), counted as it is
-    written rather than built in memory; an object that does not pickle counts its shallow size."""
+    """An index's size: its own ``nbytes`` when it has one (the arrays it holds, measured without copying), else
+    its pickle counted as it is written rather than built in memory; an object that does not pickle counts its
+    shallow size."""
+    own = getattr(index, "nbytes", None)
+    if type(own) is int and own >= 0:
+        return own
     counter = _ByteCounter()
     try:
         pickle.Pickler(counter, protocol=pickle.HIGHEST_PROTOCOL).dump(index)
@@ -197,31 +289,37 @@ def approximate_bytes(index: Any) -> int:
     return counter.count
 
 
-def _stored(folder: Path, key: IndexKey) -> bool:
-    """Whether ``folder``'s live version is this key's index, with its files intact."""
-    claim = intact_claim(folder)
-    return claim is not None and claim.same_as(key.claim())
+def _mark(folder: Path, version: str, state: tuple[int, int, int] | None) -> _StoredMark | None:
+    """A mark for ``version`` when ``CURRENT`` still names it and has not changed since ``state`` was taken."""
+    if state is None or live_version_name(folder) != version or pointer_state(folder) != state:
+        return None
+    return _StoredMark(version, state)
 
 
-def _load(folder: Path, key: IndexKey, load: Callable[[Path], Any]) -> Any:
-    """The index stored in ``folder``, or None when there is none or it fails a check (logged: it is rebuilt)."""
+def _load(folder: Path, key: IndexKey, load: Callable[[Path], Any]) -> tuple[Any, _StoredMark | None]:
+    """The index stored in ``folder`` and its mark, or None when there is none or it fails a check (logged: it is
+    rebuilt)."""
 
     def check(claim: StoreClaim) -> None:
         if not claim.same_as(key.claim()):
             raise IndexMismatchError("index_dir", str(folder), f"the index of this request ({key.backend})")
 
+    state = pointer_state(folder)
     try:
         found = read_store(folder, check, lambda version: load_version(version, load))
     except IndexMismatchError as error:
         LOGGER.warning(
             "index_dir: the stored %s index is unusable, rebuilding it from the corpus: %s", key.backend, error
         )
-        return None
-    return None if found is None else found[1]
+        return None, None
+    if found is None:
+        return None, None
+    return found[1], _mark(folder, found[0].name, state)
 
 
-def _save(folder: Path, key: IndexKey, index: Any, save: Callable[[Any, Path], None]) -> None:
-    write_store(folder, key.claim(), lambda staging: save(index, staging))
+def _save(folder: Path, key: IndexKey, index: Any, save: Callable[[Any, Path], None]) -> _StoredMark | None:
+    version = write_store(folder, key.claim(), lambda staging: save(index, staging))
+    return _mark(folder, version, pointer_state(folder))
 
 
 def configure_index_cache(*, max_entries: int | None = None, max_bytes: int | None = None) -> None:

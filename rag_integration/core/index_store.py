@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
+from rag_integration.core.files import read_regular_file
 
 LOGGER = logging.getLogger(__name__)
 
@@ -40,8 +41,12 @@ STORE_FORMAT_VERSION = 2
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 MAX_MANIFEST_FILES = 1000
 STALE_SECONDS = 60.0
-"""A replaced version (or an abandoned staging folder) older than this is removed by the next writer; younger ones
-are left, since a concurrent reader may still be reading them or a concurrent writer be about to point at them."""
+"""A version replaced longer ago than this is removed by the next writer; one replaced more recently is left, since
+a concurrent reader may still be reading it. A version's age counts from when it stopped being live (the writer
+that moves ``CURRENT`` away from it touches its folder), not from when it was written."""
+STALE_STAGING_SECONDS = 24 * 3600.0
+"""A staging folder untouched for this long was left by a crashed writer; a slow writer may still be filling a
+younger one, so only older ones are removed."""
 _VERSION_NAME = re.compile(r"v-[A-Za-z0-9_]{1,64}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _READ_ATTEMPTS = 3
@@ -79,8 +84,9 @@ class StoredVersion:
         return self.folder.name
 
 
-def write_store(folder: Path, claim: StoreClaim, save: Callable[[Path], None], option: str = "index_dir") -> None:
-    """Write a new version of the store in ``folder`` with ``save(version_folder)`` and make it the live one."""
+def write_store(folder: Path, claim: StoreClaim, save: Callable[[Path], None], option: str = "index_dir") -> str:
+    """Write a new version of the store in ``folder`` with ``save(version_folder)``, make it the live one and return
+    its name."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder))
@@ -101,13 +107,27 @@ def write_store(folder: Path, claim: StoreClaim, save: Callable[[Path], None], o
         version = folder / ("v-" + staging.name.removeprefix(".staging-"))
         os.rename(staging, version)
         os.utime(version)
+        replaced = _pointer_text(folder)
         _replace_pointer(folder, version.name)
+        _mark_replaced(folder, replaced)
     except OSError as error:
         raise InvalidOptionError(option, str(folder), f"a writable folder ({error.strerror})") from error
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     _remove_stale(folder, keep=version.name)
+    return version.name
+
+
+def _mark_replaced(folder: Path, name: str | None) -> None:
+    """Touch the version ``CURRENT`` just moved away from, so its age (for ``_remove_stale``) counts from now."""
+    if name is None or not _VERSION_NAME.fullmatch(name):
+        return
+    try:
+        if stat.S_ISDIR(os.lstat(folder / name).st_mode):
+            os.utime(folder / name)
+    except OSError:
+        return
 
 
 def _replace_pointer(folder: Path, version: str) -> None:
@@ -123,19 +143,20 @@ def _replace_pointer(folder: Path, version: str) -> None:
 
 def _remove_stale(folder: Path, keep: str) -> None:
     """Best effort: versions that are no longer live and staging folders left by a crashed writer."""
-    cutoff = time.time() - STALE_SECONDS
+    now = time.time()
     try:
         entries = list(os.scandir(folder))
     except OSError:
         return
     for entry in entries:
-        stale_kind = entry.name.startswith(("v-", ".staging-")) and entry.name != keep
+        if entry.name.startswith("v-") and entry.name != keep:
+            cutoff = now - STALE_SECONDS
+        elif entry.name.startswith(".staging-"):
+            cutoff = now - STALE_STAGING_SECONDS
+        else:
+            continue
         try:
-            if (
-                stale_kind
-                and entry.is_dir(follow_symlinks=False)
-                and entry.stat(follow_symlinks=False).st_mtime < cutoff
-            ):
+            if entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
                 shutil.rmtree(entry.path, ignore_errors=True)
         except OSError:
             continue
@@ -168,18 +189,38 @@ def current_version(folder: Path, option: str = "index_dir") -> StoredVersion | 
 def intact_claim(folder: Path) -> StoreClaim | None:
     """The live version's claim when its manifest and files pass their checks, else None: what a writer compares
     with before keeping a store as it is (a broken one is written again, even if it claims the same content)."""
+    version = verified_version(folder)
+    return None if version is None else version.claim
+
+
+def verified_version(folder: Path) -> StoredVersion | None:
+    """The live version when its manifest and files pass their checks, else None."""
     try:
         version = current_version(folder)
         if version is not None:
             load_version(version, lambda _: None)
-    except IndexMismatchError:
+    except (IndexMismatchError, OSError):
         return None
-    return None if version is None else version.claim
+    return version
 
 
 def load_version(version: StoredVersion, load: Callable[[Path], Loaded], option: str = "index_dir") -> Loaded:
     """``load(version_folder)`` after checking every file against the manifest; anything that goes wrong while
-    loading (a library's own error on a bad file) is an ``IndexMismatchError`` too."""
+    loading (a library's own error on a bad file) is an ``IndexMismatchError`` too, and so is a file or folder
+    vanishing mid-check (a writer removed a replaced version): ``read_store`` then reads the new one."""
+    try:
+        _check_files(version, option)
+    except OSError as error:
+        raise _mismatch(option, version.folder, f"a readable version folder ({error})") from error
+    try:
+        return load(version.folder)
+    except IndexMismatchError:
+        raise
+    except Exception as error:  # a library's own error on a file it cannot read: the version is unusable
+        raise _mismatch(option, version.folder, f"files the index can be read from ({type(error).__name__})") from error
+
+
+def _check_files(version: StoredVersion, option: str) -> None:
     present = set(_listed_files(version.folder, option)) - {MANIFEST_FILE}
     if present != set(version.files):
         missing, extra = sorted(set(version.files) - present), sorted(present - set(version.files))
@@ -192,12 +233,21 @@ def load_version(version: StoredVersion, load: Callable[[Path], Loaded], option:
             raise _mismatch(option, version.folder, f"{relative} with the manifest's sha256")
         if relative.endswith(".npy"):
             check_npy(path, option)
+
+
+def pointer_state(folder: Path) -> tuple[int, int, int] | None:
+    """``CURRENT``'s (mtime_ns, size, inode), None when absent: a writer replaces the file, so an unchanged state
+    means the live version is still the one last checked."""
     try:
-        return load(version.folder)
-    except IndexMismatchError:
-        raise
-    except Exception as error:  # a library's own error on a file it cannot read: the version is unusable
-        raise _mismatch(option, version.folder, f"files the index can be read from ({type(error).__name__})") from error
+        status = os.stat(folder / POINTER_FILE, follow_symlinks=False)
+    except OSError:
+        return None
+    return status.st_mtime_ns, status.st_size, status.st_ino
+
+
+def live_version_name(folder: Path) -> str | None:
+    """The version ``CURRENT`` names, unchecked; None when it cannot be read."""
+    return _pointer_text(folder)
 
 
 def read_store(
@@ -369,11 +419,8 @@ def _file_record(path: Path) -> tuple[int, str]:
 
 
 def _read_small(path: Path, limit: int) -> bytes:
-    with path.open("rb") as file:
-        data = file.read(limit + 1)
-    if len(data) > limit:
-        raise OSError(f"{path.name} is larger than {limit} bytes")
-    return data
+    """A pointer or manifest: a regular file, never a link or FIFO, of at most ``limit`` bytes."""
+    return read_regular_file(path, limit)
 
 
 def _canonical(value: Any) -> str:

@@ -20,6 +20,7 @@ from rag_integration.core.vector_index import (
     build_faiss_index,
     faiss_index_bytes,
     faiss_index_from_bytes,
+    faiss_index_nbytes,
     load_faiss_index,
     save_faiss_vectors,
     search_faiss_index,
@@ -57,6 +58,11 @@ class FaissIndex:
     index: Any
     settings: FaissDenseIndexSettings
     query_vectors: QueryVectors
+
+    @property
+    def nbytes(self) -> int:
+        """What the cache counts for this index, without serialising it."""
+        return faiss_index_nbytes(self.index)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_restore_index, (faiss_index_bytes(self.index, "faiss"), self.settings))

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from rag_integration.core.documents import Document
 from rag_integration.core.fusion import MIN_RRF_K, read_rrf_weights, rrf_fuse
+from rag_integration.core.index_cache import approximate_bytes
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import AllowedMask, Hits
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
@@ -56,6 +57,11 @@ class HybridIndex:
 
     rankers: tuple[Any, ...]
     doc_ids: tuple[str, ...]
+
+    @property
+    def nbytes(self) -> int:
+        """What the cache counts for the pair: each ranker's own measure (the FAISS one never serialised)."""
+        return sum(approximate_bytes(ranker) for ranker in self.rankers) + sum(map(len, self.doc_ids))
 
     @property
     def document_count(self) -> int:

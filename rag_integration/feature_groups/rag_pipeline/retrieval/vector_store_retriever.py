@@ -46,6 +46,10 @@ class StoreIndex:
     def of(cls, store: VectorStore, model_option: str) -> StoreIndex:
         return cls(store, model_option, QueryVectors(get_embedder(model_option, "embedding_model")))
 
+    @property
+    def nbytes(self) -> int:
+        return self.store.nbytes
+
     def __reduce__(self) -> tuple[Any, ...]:
         return (StoreIndex.of, (self.store, self.model_option))
 

@@ -25,6 +25,7 @@ from rag_integration.core.vector_index import (
     FaissSettings,
     faiss_index_bytes,
     faiss_index_from_bytes,
+    faiss_index_nbytes,
     load_faiss_index,
 )
 
@@ -45,6 +46,11 @@ class VectorStore:
     documents: list[Document]
     settings: Mapping[str, Any]
     version: str
+
+    @property
+    def nbytes(self) -> int:
+        """What the cache counts for this store: its index and its documents' text, without serialising either."""
+        return faiss_index_nbytes(self.index) + sum(len(doc.doc_id) + len(doc.text) for doc in self.documents)
 
     def __reduce__(self) -> tuple[Any, ...]:
         records = [(doc.doc_id, doc.text, dict(doc.metadata)) for doc in self.documents]
