@@ -15,6 +15,8 @@ from llm_server import FakeChatServer, Reply, completion, prompt_of, quoting_mod
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
 
+from rag_integration.core import grounding
+from rag_integration.core.embedders import HashEmbedder, get_embedder
 from rag_integration.core.errors import (
     DeadlineExceededError,
     GroundingError,
@@ -186,6 +188,23 @@ def test_threshold_and_dense_support_model() -> None:
         answer(paraphrase, support_threshold=min(1.0, score + 0.01))
     dense = answer(paraphrase, support_model="hash", support_threshold=0.3)
     assert dense["citations"] == ["safety"]
+
+
+def test_each_passage_is_split_and_each_text_embedded_once_per_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two sentences citing one passage: the passage is split once and no text is embedded twice, although the
+    reply is verified and then checked against the generate contract."""
+    split_texts: list[str] = []
+    real_split = grounding.split_sentences
+    monkeypatch.setattr(grounding, "split_sentences", lambda text: split_texts.append(text) or real_split(text))
+    embedder = get_embedder("hash", "support_model")
+    assert isinstance(embedder, HashEmbedder)
+    before = embedder.texts_embedded
+    reply = "Never mix bleach and ammonia [1]. The fumes are toxic [1]."
+    row = answer(reply, support_model="hash", support_threshold=0.3)
+    assert row["answer"] == "Never mix bleach and ammonia. [1] The fumes are toxic. [1]"
+    assert split_texts.count(PASSAGES[0]["text"]) == 1
+    # each claim quotes the passage sentence it is closest to: two distinct texts, each embedded once
+    assert embedder.texts_embedded - before == 2
 
 
 def test_list_replies_are_read_line_by_line() -> None:
