@@ -236,6 +236,8 @@ def test_no_answer_and_marker_styles() -> None:
         ({"llm_base_url": "http://127.0.0.1:99999/v1"}, InvalidOptionError, "llm_base_url"),
         ({"llm_base_url": "http://[::1/v1"}, InvalidOptionError, "llm_base_url"),
         ({"llm_base_url": "http://127.0.0.1/v1?key=pw"}, InvalidOptionError, "llm_base_url"),
+        ({"llm_base_url": f"http://{'a' * 64}.example/v1"}, InvalidOptionError, "llm_base_url"),
+        ({"llm_base_url": "http://127.0.0.1:0/v1"}, InvalidOptionError, "llm_base_url"),
         ({"llm_timeout": 0}, InvalidOptionError, "llm_timeout"),
         ({"llm_timeout": True}, InvalidOptionError, "llm_timeout"),
         ({"llm_max_tokens": 0}, InvalidOptionError, "llm_max_tokens"),
