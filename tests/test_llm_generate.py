@@ -15,6 +15,8 @@ from llm_server import FakeChatServer, Reply, completion, prompt_of, quoting_mod
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
 
+from rag_integration.core import grounding
+from rag_integration.core.embedders import HashEmbedder, get_embedder
 from rag_integration.core.errors import (
     DeadlineExceededError,
     GroundingError,
@@ -188,6 +190,23 @@ def test_threshold_and_dense_support_model() -> None:
     assert dense["citations"] == ["safety"]
 
 
+def test_each_passage_is_split_and_each_text_embedded_once_per_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two sentences citing one passage: the passage is split once and no text is embedded twice, although the
+    reply is verified and then checked against the generate contract."""
+    split_texts: list[str] = []
+    real_split = grounding.split_sentences
+    monkeypatch.setattr(grounding, "split_sentences", lambda text: split_texts.append(text) or real_split(text))
+    embedder = get_embedder("hash", "support_model")
+    assert isinstance(embedder, HashEmbedder)
+    before = embedder.texts_embedded
+    reply = "Never mix bleach and ammonia [1]. The fumes are toxic [1]."
+    row = answer(reply, support_model="hash", support_threshold=0.3)
+    assert row["answer"] == "Never mix bleach and ammonia. [1] The fumes are toxic. [1]"
+    assert split_texts.count(PASSAGES[0]["text"]) == 1
+    # each claim quotes the passage sentence it is closest to: two distinct texts, each embedded once
+    assert embedder.texts_embedded - before == 2
+
+
 def test_list_replies_are_read_line_by_line() -> None:
     reply = "Here is what the passages say:\n1. Never mix bleach and ammonia [1]\n2. Change the engine oil every 10,000 km [2]"
     row = answer(reply, citation_check="drop")
@@ -217,6 +236,8 @@ def test_no_answer_and_marker_styles() -> None:
         ({"llm_base_url": "http://127.0.0.1:99999/v1"}, InvalidOptionError, "llm_base_url"),
         ({"llm_base_url": "http://[::1/v1"}, InvalidOptionError, "llm_base_url"),
         ({"llm_base_url": "http://127.0.0.1/v1?key=pw"}, InvalidOptionError, "llm_base_url"),
+        ({"llm_base_url": f"http://{'a' * 64}.example/v1"}, InvalidOptionError, "llm_base_url"),
+        ({"llm_base_url": "http://127.0.0.1:0/v1"}, InvalidOptionError, "llm_base_url"),
         ({"llm_timeout": 0}, InvalidOptionError, "llm_timeout"),
         ({"llm_timeout": True}, InvalidOptionError, "llm_timeout"),
         ({"llm_max_tokens": 0}, InvalidOptionError, "llm_max_tokens"),

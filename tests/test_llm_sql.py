@@ -3,6 +3,7 @@ every hostile SQL of the structured test set coming from the "model", refused wi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterator
@@ -15,7 +16,8 @@ from llm_server import FakeChatServer, Reply, serve_module
 from rag_integration.core.errors import InvalidOptionError, RemoteServiceError, SqlSafetyError
 from rag_integration.core.llm_client import LlmSettings
 from rag_integration.core.options import OptionReader
-from rag_integration.feature_groups.connectors.structured import LlmSql, TableSpec
+from rag_integration.feature_groups.connectors.structured import LlmSql, TableSpec, llm_sql
+from rag_integration.feature_groups.connectors.structured.llm_sql import describe
 from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
 from rag_integration.testing.runner import run_feature
 from rag_integration.testing.structured import (
@@ -91,10 +93,13 @@ class TestLlmSqlKit(StructuredContractTests):
         return {"llm_base_url": SERVERS["chat"].url, "llm_model": "fake"}
 
 
+def ask_request() -> dict[str, Any]:
+    return {"table_name": TABLE, "columns": COLUMNS, "rows": EMPLOYEES, "question": "anything", **llm_options()}
+
+
 def ask(*replies: str | Reply, **options: Any) -> dict[str, Any]:
     SERVERS["chat"].script += list(replies)
-    request = {"table_name": TABLE, "columns": COLUMNS, "rows": EMPLOYEES, "question": "anything", **llm_options()}
-    [row] = run_feature("structured_rows", {**request, **options}, {LlmSql})
+    [row] = run_feature("structured_rows", {**ask_request(), **options}, {LlmSql})
     return dict(row)
 
 
@@ -121,7 +126,7 @@ def test_hostile_sql_from_the_model_is_refused_and_nothing_runs(
     chat_server.script += [model_reply(hostile), model_reply(hostile)]
     settings = LlmSettings.read(OptionReader(llm_options()))
     with pytest.raises(SqlSafetyError, match="asked twice") as caught:
-        LlmSql.ask_model(sandbox, "list employees", settings)
+        LlmSql.ask_model(sandbox, "list employees", settings, describe(sandbox.table))
     assert "nothing ran" in str(caught.value)
     assert executed == []
     assert sandbox_snapshot(sandbox) == before
@@ -180,6 +185,37 @@ def test_the_model_sees_the_schema_and_sample_values(chat_server: FakeChatServer
     assert '- name (text), e.g. "Ada", "Ben", "Cem"' in prompt
     assert "- salary (integer), e.g. 72000, 48000, 51000" in prompt
     assert prompt.endswith("Question: how many employees")
+
+
+def test_the_table_is_described_once_per_request_and_the_deadline_checked_per_question(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    described: list[str] = []
+    checked: list[str] = []
+    monkeypatch.setattr(llm_sql, "describe", lambda table: described.append(table.name) or describe(table))
+    monkeypatch.setattr(llm_sql, "check_deadline", checked.append)
+    questions = ["how many employees", "how many employees", "how many employees"]
+    rows = run_feature("structured_rows", {**ask_request(), "question": questions}, {LlmSql})
+    assert len(rows) == 3
+    assert described == [TABLE]
+    assert checked == [f"before question {number} of 3 was asked" for number in (1, 2, 3)]
+
+
+def test_describe_stops_reading_a_column_once_it_has_its_samples() -> None:
+    class CountedRows(tuple[tuple[Any, ...], ...]):
+        read = 0
+
+        def __iter__(self) -> Iterator[tuple[Any, ...]]:
+            for row in super().__iter__():
+                CountedRows.read += 1
+                yield row
+
+    spec = TableSpec.read(
+        OptionReader({"table_name": TABLE, "columns": ["n"], "rows": [{"n": i} for i in range(1000)]})
+    )
+    counted = dataclasses.replace(spec, rows=CountedRows(spec.rows))
+    assert describe(counted).endswith("- n (integer), e.g. 0, 1, 2")
+    assert CountedRows.read == 3
 
 
 def test_unanswerable_is_an_invalid_question() -> None:

@@ -7,9 +7,11 @@ R2R responses, honours ``search_settings.limit``, and has a few queries that mis
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,6 +27,7 @@ from rag_integration.core.errors import (
     InvalidOptionError,
     RankingContractError,
 )
+from rag_integration.core.http import Endpoint, post
 from rag_integration.core.sentences import split_sentences
 from rag_integration.feature_groups.connectors.orchestrator import (
     BaseOrchestratorConnector,
@@ -32,6 +35,7 @@ from rag_integration.feature_groups.connectors.orchestrator import (
     OrchestratorRequest,
     R2RFixtureOrchestrator,
     RemoteServiceError,
+    r2r_transport,
 )
 from rag_integration.feature_groups.connectors.orchestrator.r2r_orchestrator import CITATION_MARKER, MAX_TIMEOUT
 from rag_integration.feature_groups.connectors.orchestrator.r2r_transport import MAX_RESPONSE_BYTES, load_fixture
@@ -133,6 +137,14 @@ class ReplayHandler(BaseHTTPRequestHandler):
             self.wfile.write(block)
         self.close_connection = True
 
+    def odd_length(self) -> None:
+        """A Content-Length of "²" (byte 0xb2): a digit to str.isdigit, not to int; the body runs to the close."""
+        self.send_response(200)
+        self.send_header("Content-Length", "\u00b2")
+        self.end_headers()
+        self.wfile.write(json.dumps(rag_response("", [])).encode())
+        self.close_connection = True
+
     def redirect(self) -> None:
         self.send_response(307)
         self.send_header("Location", f"{self.server.url}/v3/retrieval/rag")
@@ -157,6 +169,7 @@ MISBEHAVIOURS: dict[str, Callable[[ReplayHandler], None]] = {
     "status 503": lambda handler: handler.reply(503, b"Service Unavailable"),
     "status 401": lambda handler: handler.reply(401, b'{"detail": "Not authenticated"}'),
     "redirect": ReplayHandler.redirect,
+    "odd length": ReplayHandler.odd_length,
     "malformed json": lambda handler: handler.reply(200, b'{"results": {"generated_answer": "x", '),
     "not r2r": json_reply({"answer": "hello"}),
     "score is text": json_reply(rag_response("", [chunk("engine", ENGINE_TEXT, "high")])),
@@ -341,6 +354,36 @@ def test_refused_connection_raises_remote_service_error() -> None:
         ask(r2r_base_url=f"http://127.0.0.1:{closed_port}", query_text="engine oil", corpus=CORPUS)
 
 
+def test_a_content_length_that_is_no_number_is_ignored(replay_server: ReplayServer) -> None:
+    assert live(replay_server, "odd length") == [{"answer": "", "documents": []}]
+
+
+def test_a_host_idna_cannot_encode_is_a_remote_service_error() -> None:
+    endpoint = Endpoint(f"http://{'a' * 64}.example/", "r2r_base_url", "r2r_timeout", 5.0, "R2R server")
+    with pytest.raises(RemoteServiceError, match="could not be reached"):
+        post(endpoint, b"{}", {}, deadline=time.monotonic() + 5.0, max_bytes=1024)
+
+
+def test_credentials_in_the_base_url_are_refused_and_never_shown() -> None:
+    with pytest.raises(InvalidOptionError, match="r2r_base_url") as caught:
+        ask(r2r_base_url="http://user:hunter2@127.0.0.1:7272", query_text="engine oil", corpus=CORPUS)
+    assert "hunter2" not in str(caught.value)
+
+
+def test_a_fixture_that_is_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "r2r.json"
+    os.mkfifo(fifo)
+    with pytest.raises(InvalidOptionError, match="r2r_fixture"):
+        ask(r2r_fixture=str(fifo), query_text="engine oil", corpus=CORPUS)
+
+
+def test_a_fixture_past_the_size_cap_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(r2r_transport, "MAX_FIXTURE_BYTES", 16)
+    path = write_fixture(tmp_path, {"engine oil": rag_response("", [])})
+    with pytest.raises(InvalidOptionError, match="r2r_fixture"):
+        ask(r2r_fixture=path, query_text="engine oil", corpus=CORPUS)
+
+
 def write_fixture(folder: Path, responses: dict[str, Any]) -> str:
     path = folder / "r2r.json"
     exchanges = [{"request": {"query": query}, "response": response} for query, response in responses.items()]
@@ -400,6 +443,9 @@ def test_doc_id_field_option(tmp_path: Path) -> None:
         ({"r2r_base_url": "http://127.0.0.1:port"}, "r2r_base_url"),
         ({"r2r_base_url": "http://[::1"}, "r2r_base_url"),
         ({"r2r_base_url": ""}, "r2r_base_url"),
+        ({"r2r_base_url": "http://127.0.0.1:7272/#top"}, "r2r_base_url"),
+        ({"r2r_base_url": f"http://{'a' * 64}.example:7272"}, "r2r_base_url"),
+        ({"r2r_fixture": "/dev/zero"}, "r2r_fixture"),
         ({"r2r_fixture": 5}, "r2r_fixture"),
         ({"r2r_fixture": ""}, "r2r_fixture"),
         ({"r2r_fixture": "/nonexistent/r2r.json"}, "r2r_fixture"),

@@ -39,6 +39,8 @@ class FileRules:
     follow_symlinks: bool = False
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     option: str = "paths"
+    size_option: str | None = "max_file_bytes"
+    """The option that raises the size limit, named when a file is too large (None: the limit is fixed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +210,21 @@ def read_file_bytes(file: FoundFile, rules: FileRules) -> bytes:
         raise InvalidOptionError(rules.option, str(file.shown), f"a readable file ({error.strerror})") from error
 
 
+def read_named_file(path: Path, option: str, max_bytes: int) -> bytes:
+    """The bytes of the one file an option names (no folder, no glob), under ``read_file_bytes``'s rules: a regular
+    file outside the pseudo-filesystems, read without blocking and refused past ``max_bytes``."""
+    real = Path(os.path.realpath(path))
+    if any(real.is_relative_to(pseudo) for pseudo in PSEUDO_FILESYSTEMS):
+        raise UnsafePathError(option, str(path), f"a regular file, not the pseudo-file {real}")
+    rules = FileRules(suffixes=(), follow_symlinks=True, max_file_bytes=max_bytes, option=option, size_option=None)
+    return read_file_bytes(FoundFile(real, path, path.name), rules)
+
+
 def _too_large(file: FoundFile, rules: FileRules) -> InvalidOptionError:
+    if rules.size_option is None:
+        return InvalidOptionError(rules.option, str(file.shown), f"a file of at most {rules.max_file_bytes:,} bytes")
     return InvalidOptionError(
-        "max_file_bytes", str(file.shown), f"a file of at most {rules.max_file_bytes:,} bytes (raise max_file_bytes)"
+        rules.size_option,
+        str(file.shown),
+        f"a file of at most {rules.max_file_bytes:,} bytes (raise {rules.size_option})",
     )

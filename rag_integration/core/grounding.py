@@ -301,25 +301,59 @@ def support_score(claim: str, sources: Sequence[str], similarity: Callable[[str,
     that polarity sharing most terms (the earlier on ties; floored at 0). A claim without terms scores 0.0: it
     states nothing a source could support.
     """
-    terms = claim_terms(claim)
-    polarity = negated(claim)
-    sentences = [
-        quoted
-        for source in sources
-        for sentence in split_sentences(source)
-        if (quoted := quote_form(sentence)) and negated(quoted) == polarity
-    ]
-    if not terms or not sentences:
-        return 0.0
-    sentence_terms = [claim_terms(sentence) for sentence in sentences]
-    known = set().union(*sentence_terms)
-    if any(number not in known for number in _NUMBER.findall(claim)):
-        return 0.0
-    share = len(terms & known) / len(terms)
-    if similarity is None:
-        return share
-    best = max(range(len(sentences)), key=lambda position: (len(terms & sentence_terms[position]), -position))
-    return (share + max(0.0, min(1.0, similarity(claim, sentences[best])))) / 2.0
+    return SupportScorer(similarity).score(claim, sources)
+
+
+@dataclass(frozen=True, slots=True)
+class _SourceSentence:
+    quoted: str
+    negated: bool
+    terms: set[str]
+
+
+class SupportScorer:
+    """``support_score`` for the sentences of one answer: each passage is split, put in quote form and read for its
+    terms once, and each (claim, cited passages) pair is scored once, however often the answer's checks ask."""
+
+    def __init__(self, similarity: Callable[[str, str], float] | None = None) -> None:
+        self.similarity = similarity
+        self._sentences: dict[str, list[_SourceSentence]] = {}
+        self._scores: dict[tuple[str, tuple[str, ...]], float] = {}
+
+    def score(self, claim: str, sources: Sequence[str]) -> float:
+        key = (claim, tuple(sources))
+        if key not in self._scores:
+            self._scores[key] = self._score(claim, key[1])
+        return self._scores[key]
+
+    def _source_sentences(self, source: str) -> list[_SourceSentence]:
+        if source not in self._sentences:
+            self._sentences[source] = [
+                _SourceSentence(quoted, negated(quoted), claim_terms(quoted))
+                for sentence in split_sentences(source)
+                if (quoted := quote_form(sentence))
+            ]
+        return self._sentences[source]
+
+    def _score(self, claim: str, sources: tuple[str, ...]) -> float:
+        terms = claim_terms(claim)
+        polarity = negated(claim)
+        sentences = [
+            sentence
+            for source in sources
+            for sentence in self._source_sentences(source)
+            if sentence.negated == polarity
+        ]
+        if not terms or not sentences:
+            return 0.0
+        known = set().union(*(sentence.terms for sentence in sentences))
+        if any(number not in known for number in _NUMBER.findall(claim)):
+            return 0.0
+        share = len(terms & known) / len(terms)
+        if self.similarity is None:
+            return share
+        best = max(range(len(sentences)), key=lambda position: (len(terms & sentences[position].terms), -position))
+        return (share + max(0.0, min(1.0, self.similarity(claim, sentences[best].quoted)))) / 2.0
 
 
 CITATION_CHECKS = ("strict", "drop", "off")
@@ -382,21 +416,23 @@ def verify_cited_reply(
     citation_check: str,
     threshold: float,
     who: str,
-    similarity: Callable[[str, str], float] | None = None,
+    scorer: SupportScorer | None = None,
 ) -> VerifiedAnswer:
     """Keep the sentences that cite passages in range and are supported by them; renumber citations by first use.
 
     A sentence without terms states nothing and is left out. A sentence citing no passage, citing a number outside
     ``1..len(passages)``, or (unless ``citation_check`` is ``off``) scoring below ``threshold`` is unsupported:
     ``strict`` raises ``GroundingError`` naming it, ``drop`` and ``off`` remove it and list it in ``unsupported``.
+    ``scorer`` scores the sentences (word overlap alone by default); pass the answer's own to reuse its work.
     """
+    scorer = scorer or SupportScorer()
     citations: list[str] = []
     parts: list[str] = []
     unsupported: list[str] = []
     for sentence in sentences:
         if not claim_terms(sentence.text):
             continue
-        problem = _unsupported_because(sentence, passages, citation_check, threshold, similarity)
+        problem = _unsupported_because(sentence, passages, citation_check, threshold, scorer)
         if problem is None:
             numbers = []
             for marker in sentence.markers:
@@ -420,7 +456,7 @@ def _unsupported_because(
     passages: Sequence[Document],
     citation_check: str,
     threshold: float,
-    similarity: Callable[[str, str], float] | None,
+    scorer: SupportScorer,
 ) -> str | None:
     if not sentence.markers:
         return "cites no passage"
@@ -429,7 +465,7 @@ def _unsupported_because(
         return f"cites [{outside[0]}] while only {len(passages)} passage(s) were given"
     if citation_check == "off":
         return None
-    score = support_score(sentence.text, [passages[marker - 1].text for marker in sentence.markers], similarity)
+    score = scorer.score(sentence.text, [passages[marker - 1].text for marker in sentence.markers])
     if score < threshold:
         return f"has support score {score:.2f} from the passages it cites, below support_threshold {threshold}"
     return None

@@ -15,9 +15,10 @@ import time
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
-from rag_integration.core.errors import DeadlineExceededError, RemoteServiceError, short_repr
+from rag_integration.core.errors import DeadlineExceededError, InvalidOptionError, RemoteServiceError, short_repr
+from rag_integration.core.options import OptionReader
 
 READ_CHUNK = 64 * 1024
 
@@ -78,6 +79,45 @@ def _response_class(deadline: float) -> type[http.client.HTTPResponse]:
     return DeadlineResponse
 
 
+@overload
+def read_http_url(reader: OptionReader, option: str, *, example: str, required: Literal[True] = True) -> str: ...
+
+
+@overload
+def read_http_url(reader: OptionReader, option: str, *, example: str, required: Literal[False]) -> str | None: ...
+
+
+def read_http_url(reader: OptionReader, option: str, *, example: str, required: bool = True) -> str | None:
+    """The http(s) URL in ``option``: a host the connection can name (IDNA labels of at most 63 characters) and an
+    optional path prefix, never credentials (they would be shown in every error and log naming the URL), a query
+    or a fragment (a request path is appended to the URL, so either would end up in the wrong place)."""
+    value: str | None = reader.string(option) if required else reader.string(option, default=None)
+    if value is None:
+        return None
+    expected = f"an http(s) URL such as {example!r}, without credentials, query or fragment"
+    try:
+        parts = urllib.parse.urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number in range
+    except ValueError:
+        raise InvalidOptionError(option, value, expected) from None
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        raise InvalidOptionError(
+            option, "(a URL with credentials, not shown)", f"{expected}: pass secrets through the environment"
+        )
+    if not value.isprintable() or parts.scheme not in ("http", "https") or not parts.hostname or parts.port == 0:
+        raise InvalidOptionError(option, value, expected)
+    if parts.query or parts.fragment or value.endswith(("?", "#")):
+        shown = parts._replace(query="", fragment="").geturl() + "?(query not shown)"
+        raise InvalidOptionError(option, shown, expected)
+    try:
+        parts.hostname.encode("idna")
+    except UnicodeError:
+        raise InvalidOptionError(
+            option, value, f"{expected}, naming a valid host (labels of 1 to 63 characters)"
+        ) from None
+    return value
+
+
 def post(endpoint: Endpoint, data: bytes, headers: Mapping[str, str], *, deadline: float, max_bytes: int) -> HttpReply:
     """POST ``data`` to ``endpoint.url`` and read the whole reply before ``deadline`` (``time.monotonic``).
 
@@ -99,7 +139,7 @@ def post(endpoint: Endpoint, data: bytes, headers: Mapping[str, str], *, deadlin
             connection.connect()
         except TimeoutError as error:
             raise late(endpoint) from error
-        except OSError as error:
+        except (OSError, UnicodeError, ValueError) as error:  # UnicodeError: a host name IDNA cannot encode
             raise RemoteServiceError(endpoint.url_option, url, f"could not be reached ({error})") from error
         try:
             remaining = deadline - time.monotonic()
@@ -111,7 +151,7 @@ def post(endpoint: Endpoint, data: bytes, headers: Mapping[str, str], *, deadlin
             body = _read_body(response, endpoint, max_bytes)
         except TimeoutError as error:
             raise late(endpoint) from error
-        except (OSError, http.client.HTTPException) as error:
+        except (OSError, http.client.HTTPException, UnicodeError, ValueError) as error:
             raise RemoteServiceError(endpoint.url_option, url, f"broke off its answer ({error!r})") from error
     finally:
         connection.close()
@@ -122,7 +162,7 @@ def _read_body(response: http.client.HTTPResponse, endpoint: Endpoint, max_bytes
     """The whole body in chunks, refusing one larger than ``max_bytes`` before or while reading it."""
     too_large = f"sent a response larger than {max_bytes} bytes"
     declared = response.getheader("Content-Length", "")
-    if declared.isdigit() and int(declared) > max_bytes:
+    if declared.isascii() and declared.isdigit() and int(declared) > max_bytes:
         raise RemoteServiceError(endpoint.url_option, endpoint.url, too_large, status=response.status)
     chunks: list[bytes] = []
     size = 0

@@ -15,13 +15,12 @@ import logging
 import os
 import re
 import time
-import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rag_integration.core.deadline import within_deadline
 from rag_integration.core.errors import DeadlineExceededError, InvalidOptionError, RemoteServiceError, short_repr
-from rag_integration.core.http import Endpoint, HttpReply, late, post
+from rag_integration.core.http import Endpoint, HttpReply, late, post, read_http_url
 from rag_integration.core.options import OptionReader
 
 LOG = logging.getLogger(__name__)
@@ -72,7 +71,7 @@ class LlmSettings:
         if api_key_env is not None and not _ENV_NAME.fullmatch(api_key_env):
             raise InvalidOptionError("llm_api_key_env", api_key_env, "the name of an environment variable")
         return cls(
-            base_url=_read_base_url(reader),
+            base_url=read_http_url(reader, "llm_base_url", example="http://127.0.0.1:11434/v1"),
             model=reader.string("llm_model"),
             api_key_env=api_key_env,
             timeout=reader.number(
@@ -87,28 +86,6 @@ class LlmSettings:
     @property
     def url(self) -> str:
         return self.base_url.rstrip("/") + "/chat/completions"
-
-
-def _read_base_url(reader: OptionReader) -> str:
-    value: str = reader.string("llm_base_url")
-    expected = "an http(s) URL such as 'http://127.0.0.1:11434/v1', without credentials, query or fragment"
-    try:
-        parts = urllib.parse.urlsplit(value)
-        parts.port  # noqa: B018 - raises ValueError on a port that is not a number in range
-    except ValueError:
-        raise InvalidOptionError("llm_base_url", value, expected) from None
-    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
-        raise InvalidOptionError(
-            "llm_base_url",
-            "(a URL with credentials, not shown)",
-            "a URL without credentials: name the key's environment variable in llm_api_key_env instead",
-        )
-    if not value.isprintable() or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidOptionError("llm_base_url", value, expected)
-    if parts.query or parts.fragment:
-        shown = parts._replace(query="", fragment="").geturl() + "?(query not shown)"
-        raise InvalidOptionError("llm_base_url", shown, expected)
-    return value
 
 
 def chat(settings: LlmSettings, messages: Sequence[Message]) -> str:

@@ -8,17 +8,17 @@ on. Its reply is split into sentences (``core.grounding.cited_sentences``) and e
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from rag_integration.core.documents import Document
 from rag_integration.core.embedders import get_embedder
 from rag_integration.core.grounding import (
     CITATION_CHECKS,
+    SupportScorer,
     check_cited_answer,
     cited_sentences,
     quote_form,
-    support_score,
     verify_cited_reply,
 )
 from rag_integration.core.llm_client import OPTIONS as LLM_OPTIONS
@@ -44,8 +44,20 @@ class LlmResponderSettings:
     llm: LlmSettings
     citation_check: str
     support_threshold: float
-    similarity: Callable[[str, str], float] | None
-    """Dense cosine similarity blended into the support score; None scores by content words alone."""
+    similarity: Callable[[], Callable[[str, str], float]] | None
+    """A fresh dense cosine similarity for each answer (it keeps the vectors of the texts it has embedded), blended
+    into the support score; None scores by content words alone."""
+
+    def scorer(self) -> SupportScorer:
+        """The support scorer for one answer."""
+        return SupportScorer(None if self.similarity is None else self.similarity())
+
+
+@dataclass(frozen=True)
+class ScoredAnswer(Answer):
+    """An answer with the scorer that verified it, so ``check`` does not score its sentences again."""
+
+    scorer: SupportScorer | None = field(default=None, compare=False, repr=False)
 
 
 class LlmResponder(BaseGenerateConnector):
@@ -92,36 +104,48 @@ class LlmResponder(BaseGenerateConnector):
         )
         if quote_form(reply).strip(" .").upper() in ("", NO_ANSWER):
             return cls.empty_answer()
+        scorer = settings.scorer()
         verified = verify_cited_reply(
             cited_sentences(reply),
             passages,
             citation_check=settings.citation_check,
             threshold=settings.support_threshold,
             who=f"{cls.__name__} ({settings.llm.model})",
-            similarity=settings.similarity,
+            scorer=scorer,
         )
-        return Answer(verified.answer, verified.citations, verified.unsupported)
+        return ScoredAnswer(verified.answer, verified.citations, verified.unsupported, scorer)
 
     @classmethod
     def check(cls, answer: Answer, passages: Sequence[Document], settings: LlmResponderSettings) -> None:
-        """The generate contract with the support score in place of the quote rule (none with ``off``)."""
+        """The generate contract with the support score in place of the quote rule (none with ``off``); a sentence
+        ``respond`` already scored is looked up in its scorer rather than scored again."""
+        scorer = answer.scorer if isinstance(answer, ScoredAnswer) and answer.scorer else settings.scorer()
 
         def supported(sentence: str, sources: Sequence[Document]) -> bool:
             if settings.citation_check == "off":
                 return bool(quote_form(sentence))
-            texts = [source.text for source in sources]
             threshold: float = settings.support_threshold
-            return support_score(sentence, texts, settings.similarity) >= threshold
+            return scorer.score(sentence, [source.text for source in sources]) >= threshold
 
         check_cited_answer(answer.answer, answer.citations, passages, cls.__name__, supported)
 
 
-def _cosine(model: str) -> Callable[[str, str], float]:
-    """Cosine similarity of two texts under the embedder ``model`` names (``minilm``, ``hash``, a folder)."""
+def _cosine(model: str) -> Callable[[], Callable[[str, str], float]]:
+    """Cosine similarity of two texts under the embedder ``model`` names (``minilm``, ``hash``, a folder), made
+    fresh for each answer: it embeds each text once and keeps its vector for that answer only."""
     embedder = get_embedder(model, "support_model")
 
-    def similarity(first: str, second: str) -> float:
-        vectors = embedder.embed([first, second])
-        return float(vectors[0] @ vectors[1])
+    def for_one_answer() -> Callable[[str, str], float]:
+        vectors: dict[str, Any] = {}
 
-    return similarity
+        def vector(text: str) -> Any:
+            if text not in vectors:
+                vectors[text] = embedder.embed([text])[0]
+            return vectors[text]
+
+        def similarity(first: str, second: str) -> float:
+            return float(vector(first) @ vector(second))
+
+        return similarity
+
+    return for_one_answer

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import math
 import re
-import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, RemoteServiceError, short_repr
+from rag_integration.core.http import read_http_url
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.connectors.orchestrator.base import (
     BaseOrchestratorConnector,
@@ -53,7 +53,7 @@ class R2RFixtureOrchestrator(BaseOrchestratorConnector):
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
-        base_url = _read_base_url(reader)
+        base_url = read_http_url(reader, "r2r_base_url", example="http://127.0.0.1:7272", required=False)
         fixture = reader.path("r2r_fixture", default=None)
         if base_url is not None and fixture is not None:
             raise InvalidOptionError("r2r_fixture", str(fixture), "either r2r_fixture or r2r_base_url, not both")
@@ -156,20 +156,6 @@ def _as_float(number: int | float) -> float:
         return float(number)
     except OverflowError:  # an int beyond the float range
         return math.inf
-
-
-def _read_base_url(reader: OptionReader) -> str | None:
-    base_url = reader.string("r2r_base_url", default=None)
-    if base_url is None:
-        return None
-    try:
-        parts = urllib.parse.urlsplit(base_url)
-        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
-    except ValueError:
-        valid = False
-    if not valid or parts.query or parts.fragment:
-        raise InvalidOptionError("r2r_base_url", base_url, "an http(s) URL of an R2R server, e.g. http://host:7272")
-    return str(base_url)
 
 
 def _server_error(url: str) -> ShapeError:

@@ -15,13 +15,22 @@ from pathlib import Path
 from typing import Any
 
 from rag_integration.core.deadline import Budget, current_deadline
-from rag_integration.core.errors import DeadlineExceededError, InvalidOptionError, RemoteServiceError, short_repr
+from rag_integration.core.errors import (
+    ConnectorError,
+    DeadlineExceededError,
+    InvalidOptionError,
+    RemoteServiceError,
+    short_repr,
+)
+from rag_integration.core.files import read_named_file
 from rag_integration.core.http import Endpoint, post
 
 PACKAGE = "rag_integration.feature_groups.connectors.orchestrator"
 FIXTURE_SHAPE = 'a JSON file {"exchanges": [{"request": {"query": str}, "response": R2R RAG response}]}'
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 """Largest response body read from a server; a 1000-chunk R2R answer is a few MB, so more is refused."""
+MAX_FIXTURE_BYTES = 64 * 1024 * 1024
+"""Largest ``r2r_fixture`` file read: room for many recorded answers, while ``/dev/zero`` or a huge file is refused."""
 
 
 @dataclass(frozen=True)
@@ -90,9 +99,11 @@ def load_fixture(path: Path | None) -> dict[str, Any]:
         if path is None:
             text = resources.files(PACKAGE).joinpath("fixtures", "r2r_rag_response.json").read_text("utf-8")
         else:
-            text = path.read_text(encoding="utf-8")
+            text = read_named_file(path, "r2r_fixture", MAX_FIXTURE_BYTES).decode("utf-8")
         exchanges = json.loads(text)["exchanges"]
         responses = {exchange["request"]["query"]: exchange["response"] for exchange in exchanges}
+    except ConnectorError:  # the file reader's own typed refusal (not a regular file, too large) already names it
+        raise
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:
         raise InvalidOptionError("r2r_fixture", option_value, f"{FIXTURE_SHAPE} ({error!r})") from error
     if len(responses) != len(exchanges) or not all(isinstance(query, str) for query in responses):

@@ -13,6 +13,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rag_integration.core.deadline import check_deadline
 from rag_integration.core.errors import InvalidOptionError, SqlSafetyError, short_repr
 from rag_integration.core.llm_client import OPTIONS as LLM_OPTIONS
 from rag_integration.core.llm_client import LlmSettings, Message, chat
@@ -50,17 +51,25 @@ class LlmSql(BaseStructuredConnector):
         cls, sandbox: SqliteSandbox, questions: list[str], reader: OptionReader
     ) -> list[dict[str, Any]]:
         settings = LlmSettings.read(reader)
-        return [cls.ask_model(sandbox, question, settings) for question in questions]
+        description = describe(sandbox.table)
+        rows = []
+        for position, question in enumerate(questions):
+            check_deadline(f"before question {position + 1} of {len(questions)} was asked")
+            rows.append(cls.ask_model(sandbox, question, settings, description))
+        return rows
 
     @classmethod
-    def ask_model(cls, sandbox: SqliteSandbox, question: str, settings: LlmSettings) -> dict[str, Any]:
-        """Ask, guard (retrying once with the refusal reason), then run only the guard's regenerated SQL."""
+    def ask_model(
+        cls, sandbox: SqliteSandbox, question: str, settings: LlmSettings, description: str
+    ) -> dict[str, Any]:
+        """Ask, guard (retrying once with the refusal reason), then run only the guard's regenerated SQL;
+        ``description`` is the table as ``describe`` tells it, computed once per request."""
         if not is_utf8(question):
             raise InvalidOptionError("question", question, "a question in valid UTF-8 text")
         table = sandbox.table
         messages: list[Message] = [
             {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": f"{describe(table)}\n\nQuestion: {question}"},
+            {"role": "user", "content": f"{description}\n\nQuestion: {question}"},
         ]
         for attempt in (1, 2):
             reply = chat(settings, messages)
@@ -89,11 +98,17 @@ class LlmSql(BaseStructuredConnector):
 
 
 def describe(table: TableSpec) -> str:
-    """The table as the model sees it: name, typed columns and up to ``SAMPLE_VALUES`` distinct values of each."""
+    """The table as the model sees it: name, typed columns and up to ``SAMPLE_VALUES`` distinct values of each (a
+    column's walk over the rows stops once it has them)."""
     lines = [f"Table: {table.name}", "Columns:"]
     for position, column in enumerate(table.columns):
-        values = list(dict.fromkeys(row[position] for row in table.rows if row[position] is not None))
-        shown = ", ".join(_sample(value) for value in values[:SAMPLE_VALUES])
+        values: dict[Any, None] = {}
+        for row in table.rows:
+            if row[position] is not None:
+                values[row[position]] = None
+                if len(values) == SAMPLE_VALUES:
+                    break
+        shown = ", ".join(_sample(value) for value in values)
         lines.append(f"- {column.name} ({column.type})" + (f", e.g. {shown}" if shown else ""))
     return "\n".join(lines)
 
