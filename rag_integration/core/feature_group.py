@@ -102,11 +102,10 @@ class SelectorFeatureGroup(FeatureGroup):
             source = options.get(source_option)
             if options.get(inline_option) is not None:
                 continue
-            if isinstance(source, Feature):
-                own = Options(group=dict(source.options.group), context=dict(source.options.context))
-                upstream.add(Feature(source.name, options=own, forward_group=False))
-            elif isinstance(source, str) and source.strip() and source != str(feature_name):
-                upstream.add(Feature(source, options=options))
+            if isinstance(source, Feature) or (
+                isinstance(source, str) and source.strip() and source != str(feature_name)
+            ):
+                upstream.add(upstream_feature(source, options))
         return upstream or None
 
     @classmethod
@@ -172,6 +171,15 @@ def _first_differing_key(first: Options, second: Options) -> str:
         if first.get(key) != second.get(key):
             return key
     return keys[0] if keys else "options"
+
+
+def upstream_feature(source: Feature | str, options: Options) -> Feature:
+    """The upstream feature a ``*_source`` option names: a name receives this request's options (a chain shares
+    one set), a mloda ``Feature`` keeps exactly its own."""
+    if isinstance(source, Feature):
+        own = Options(group=dict(source.options.group), context=dict(source.options.context))
+        return Feature(source.name, options=own, forward_group=False)
+    return Feature(source, options=options)
 
 
 def source_feature_name(reader: OptionReader, key: str) -> str | None:

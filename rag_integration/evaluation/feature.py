@@ -14,7 +14,7 @@ from mloda.provider import ComputeFramework, FeatureGroup, FeatureSet
 from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
-from rag_integration.core.feature_group import source_feature_name
+from rag_integration.core.feature_group import source_feature_name, upstream_feature
 from rag_integration.core.frames import adapter_for, column_values, framework_classes
 from rag_integration.core.options import OptionReader
 from rag_integration.core.progress import showing_progress, step
@@ -51,11 +51,9 @@ class RetrievalMetrics(FeatureGroup):
     def input_features(self, options: Options, feature_name: FeatureName) -> set[Feature] | None:
         """The ranking to judge: a name receives this request's options, a ``Feature`` keeps its own."""
         source = options.get("rankings_source")
-        if isinstance(source, Feature):
-            own = Options(group=dict(source.options.group), context=dict(source.options.context))
-            return {Feature(source.name, options=own, forward_group=False)}
-        name = source if isinstance(source, str) and source.strip() else DEFAULT_RANKINGS_SOURCE
-        return {Feature(name, options=options)}
+        if not isinstance(source, Feature) and not (isinstance(source, str) and source.strip()):
+            source = DEFAULT_RANKINGS_SOURCE
+        return {upstream_feature(source, options)}
 
     @classmethod
     def compute_framework_rule(cls) -> set[type[ComputeFramework]] | None:
