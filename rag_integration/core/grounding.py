@@ -27,7 +27,7 @@ from typing import Any
 from rag_integration.core.documents import Document
 from rag_integration.core.errors import GroundingError, short_repr
 from rag_integration.core.lexical import lexical_scores
-from rag_integration.core.sentences import ends_clause, sentence_spans, split_sentences, starts_clause
+from rag_integration.core.sentences import ends_clause, sentence_spans, sentences, split_sentences, starts_clause
 from rag_integration.core.text import content_words
 
 MARKER = re.compile(r"\[(\d+)\]")
@@ -179,21 +179,24 @@ def is_clause_quote(piece: str, text: str) -> bool:
 
 
 def quotable_sentences(query: str, texts: Sequence[str]) -> list[QuotableSentence]:
-    """Every sentence of ``texts`` (split with its markers already removed, as ``QuoteSource`` splits it) in quote
-    form, scored by BM25 overlap with the query (idf over these sentences),
-    best first; ties go to the earlier text, then the earlier sentence. A sentence sharing no content word with
-    the query scores exactly 0."""
-    sentences = [
-        (source, index, quoted)
-        for source, text in enumerate(texts)
-        for index, sentence in enumerate(split_sentences(strip_markers(text)))
-        if (quoted := collapse_whitespace(sentence))
+    """Every sentence of ``texts`` in quote form (split with its markers already removed, as ``QuoteSource`` splits
+    it), scored by BM25 overlap with the query (idf over these sentences), best first; ties go to the earlier text,
+    then the earlier sentence. A sentence under a heading is scored together with the heading's words, and a
+    heading is not quotable itself (``core.sentences.sentences``). A sentence sharing no content word with the
+    query (nor its heading) scores exactly 0."""
+    found: list[tuple[int, int, str, str]] = []
+    for source, text in enumerate(texts):
+        stripped = strip_markers(text)
+        for index, sentence in enumerate(sentences(stripped)):
+            if sentence.is_heading or not (quoted := collapse_whitespace(stripped[sentence.start : sentence.end])):
+                continue
+            context = "" if sentence.heading is None else stripped[sentence.heading[0] : sentence.heading[1]] + "\n"
+            found.append((source, index, quoted, context + quoted))
+    scores = lexical_scores(query, [scored for _, _, _, scored in found])
+    ranked = [
+        QuotableSentence(source, index, quoted, score) for (source, index, quoted, _), score in zip(found, scores)
     ]
-    scores = lexical_scores(query, [quoted for _, _, quoted in sentences])
-    scored = [
-        QuotableSentence(source, index, quoted, score) for (source, index, quoted), score in zip(sentences, scores)
-    ]
-    return sorted(scored, key=lambda sentence: (-sentence.score, sentence.source, sentence.index))
+    return sorted(ranked, key=lambda sentence: (-sentence.score, sentence.source, sentence.index))
 
 
 def check_quoted_answer(

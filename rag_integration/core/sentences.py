@@ -21,6 +21,7 @@ may run from any clause start to any clause end.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 ABBREVIATIONS = frozenset(
     {
@@ -74,9 +75,28 @@ _DAY = re.compile(r"^\d{1,2}$")
 
 _RULE = re.compile(r"[ \t]{0,3}(?:=+|-{2,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,}|(?:-[ \t]*){3,})[ \t\r]*")
 """A setext underline or a thematic break: the whole line is markup."""
+_SETEXT = re.compile(r"[ \t]{0,3}(?:=+|-+)[ \t\r]*")
 _ATX = re.compile(r"[ \t]{0,3}#{1,6}(?:[ \t]+|(?=[ \t\r]*$))")
 _ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t\r]*$")
 _ITEM = re.compile(r"[ \t]*(?:([-*+\u2022\u2023\u25e6\u2043\u2219])|(\d{1,9})[.)]|[^\W\d_][)])[ \t]+(?=\S)")
+
+
+class Block(NamedTuple):
+    """A layout block of a text: ``text[start:end]`` without its marks; ``heading`` when it titles what follows."""
+
+    start: int
+    end: int
+    heading: bool = False
+
+
+class Sentence(NamedTuple):
+    """A sentence ``text[start:end]``; ``heading`` is the span of the heading it falls under (None outside any),
+    ``is_heading`` whether the sentence is itself a heading."""
+
+    start: int
+    end: int
+    heading: tuple[int, int] | None = None
+    is_heading: bool = False
 
 
 def split_sentences(text: str) -> list[str]:
@@ -85,54 +105,97 @@ def split_sentences(text: str) -> list[str]:
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` of each sentence in ``text``, surrounding whitespace and layout marks excluded."""
-    spans: list[tuple[int, int]] = []
-    for block_start, block_end in block_spans(text):
-        _split_block(text, block_start, block_end, spans)
-    return spans
+    return [(sentence.start, sentence.end) for sentence in sentences(text)]
 
 
-def block_spans(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of each layout block of ``text`` (paragraph, heading, list item), marks excluded.
+def sentences(text: str) -> list[Sentence]:
+    """Each sentence of ``text`` with the heading it falls under: a heading's words say what the sentences below it
+    are about ("Oil change interval" over "Change the engine oil every 10,000 km."), so a caller scoring sentences
+    against a query may count them, while the heading itself, a title, states nothing to quote."""
+    found: list[Sentence] = []
+    heading: tuple[int, int] | None = None
+    for block in block_spans(text):
+        spans: list[tuple[int, int]] = []
+        _split_block(text, block.start, block.end, spans)
+        if block.heading:
+            heading = (spans[0][0], spans[-1][1]) if spans else heading
+            found.extend(Sentence(start, end, None, True) for start, end in spans)
+        else:
+            found.extend(Sentence(start, end, heading) for start, end in spans)
+    return found
+
+
+def block_spans(text: str) -> list[Block]:
+    """The layout blocks of ``text`` (paragraph, heading, list item), marks excluded.
 
     One walk over the lines; a text without a line break is one block, found without looking at its characters.
+    A block is a heading when another block follows it and it is an ATX heading, a paragraph underlined
+    setext-style, or a single line ending in a letter or digit (no mark) followed by a list item or by a block
+    that ends in a sentence mark: a title over prose, where a run of unpunctuated lines (a poem, a list of
+    notes) titles nothing.
     """
     if "\n" not in text:
-        return [(0, len(text))] if text.strip() else []
-    blocks: list[tuple[int, int]] = []
+        return [Block(0, len(text))] if text.strip() else []
+    found: list[tuple[int, int, str]] = []  # (start, end, kind): kind is "heading", "title", "item" or "text"
     start = end = -1
-    in_item = False
+    kind = "text"
+    lines = 0
 
-    def close() -> None:
+    def close(heading: bool = False) -> None:
         nonlocal start
         if start >= 0 and text[start:end].strip():
-            blocks.append((start, end))
+            if heading:
+                found.append((start, end, "heading"))
+            elif kind == "text" and lines == 1 and _last_visible(text, end).isalnum():
+                found.append((start, end, "title"))
+            else:
+                found.append((start, end, kind))
         start = -1
 
     line_start = 0
     for body in text.split("\n"):
         line_end = line_start + len(body)
-        heading = _ATX.match(body)
+        atx = _ATX.match(body)
         item = _ITEM.match(body)
         if not body or body.isspace() or _RULE.fullmatch(body):
+            close(heading=kind == "text" and _SETEXT.fullmatch(body) is not None)
+            kind = "text"
+        elif atx:
             close()
-            in_item = False
-        elif heading:
+            closing = _ATX_CLOSING.search(body, atx.end())
+            start, end = line_start + atx.end(), line_start + (closing.start() if closing else len(body))
+            close(heading=True)
+            kind = "text"
+        elif item and (start < 0 or kind == "item" or item.group(1) is not None or item.group(2) == "1"):
             close()
-            closing = _ATX_CLOSING.search(body, heading.end())
-            start, end = line_start + heading.end(), line_start + (closing.start() if closing else len(body))
-            close()
-            in_item = False
-        elif item and (start < 0 or in_item or item.group(1) is not None or item.group(2) == "1"):
-            close()
-            start, end = line_start + item.end(), line_end
-            in_item = True
+            start, end, kind = line_start + item.end(), line_end, "item"
         else:
             if start < 0:
-                start = line_start
+                start, lines, kind = line_start, 0, "text"
             end = line_end
+            lines += 1
         line_start = line_end + 1
     close()
+    blocks = []
+    for position, (block_start, block_end, block_kind) in enumerate(found):
+        following = found[position + 1] if position + 1 < len(found) else None
+        heading = following is not None and (
+            block_kind == "heading"
+            or (
+                block_kind == "title"
+                and (following[2] == "item" or _last_visible(text, following[1]) in SENTENCE_MARKS)
+            )
+        )
+        blocks.append(Block(block_start, block_end, heading))
     return blocks
+
+
+def _last_visible(text: str, end: int) -> str:
+    """The last character before ``end`` that is not whitespace or a closing bracket or quote ("" when none)."""
+    position = end - 1
+    while position >= 0 and (text[position].isspace() or text[position] in CLOSING):
+        position -= 1
+    return text[position] if position >= 0 else ""
 
 
 def _split_block(text: str, block_start: int, block_end: int, spans: list[tuple[int, int]]) -> None:
