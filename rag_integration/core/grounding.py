@@ -27,7 +27,7 @@ from typing import Any
 from rag_integration.core.documents import Document
 from rag_integration.core.errors import GroundingError, short_repr
 from rag_integration.core.lexical import lexical_scores
-from rag_integration.core.sentences import sentence_spans, split_sentences
+from rag_integration.core.sentences import ends_clause, sentence_spans, sentences, split_sentences, starts_clause
 from rag_integration.core.text import content_words
 
 MARKER = re.compile(r"\[(\d+)\]")
@@ -37,13 +37,6 @@ run not followed by a marker is scanned once, not once per position (the same ma
 _BRACKET = re.compile(r"([\[\]])")
 _ASCII_SPACE_RUNS = ("  ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")
 """In ASCII text, whitespace other than single spaces: without any of these, collapsing whitespace changes nothing."""
-_CLAUSE_END = frozenset(".,;:!?\u2026\u3002\uff01\uff1f\uff0c\uff1b\uff1a\u061f\u0964\u060c")
-_CLOSING = frozenset("\"'\u201d\u2019\u00bb)]}\u300d\u300f")
-_OPENING = frozenset("\"'\u201c\u2018\u201e\u00ab([{\u300c\u300e")
-_DASHES = frozenset("-\u2013\u2014")
-_UNSPACED_END = frozenset("\u3002\uff01\uff1f\uff0c\uff1b\uff1a")
-"""CJK punctuation, after which a clause starts without a space."""
-
 Supported = Callable[[str, Sequence[Document]], bool]
 """Whether a sentence (quote form) is supported by the passages its marker run cites."""
 
@@ -59,7 +52,12 @@ class QuotableSentence:
 
 
 def quote_form(text: str) -> str:
-    """``text`` with marker-like ``[n]`` removed and whitespace collapsed: the form in which quotes are compared.
+    """``text`` with marker-like ``[n]`` removed and whitespace collapsed: the form in which quotes are compared."""
+    return collapse_whitespace(strip_markers(text))
+
+
+def strip_markers(text: str) -> str:
+    """``text`` without marker-like ``[n]`` (and the whitespace before each).
 
     Removal repeats until nothing marker-like is left, so ``x[3[4]]`` cannot leave a fresh ``[3]`` behind; nested
     markers are removed in one pass over the text (``_without_nested_markers``), so the time stays linear.
@@ -68,9 +66,77 @@ def quote_form(text: str) -> str:
         text = _MARKER_LIKE.sub("", text)
         if _MARKER_LIKE.search(text):
             text = _without_nested_markers(text)
+    return text
+
+
+def collapse_whitespace(text: str) -> str:
+    """``text`` stripped, each run of whitespace inside it made one space."""
     if len(text) > 4096 and text.isascii() and not any(space in text for space in _ASCII_SPACE_RUNS):
         return text.strip()  # already one space between words: skip splitting a long passage into words
     return " ".join(text.split())
+
+
+_SHRINKING_SPACE = re.compile(r"\s{2,}|[^\S ]")
+"""A whitespace run that collapsing changes: two or more characters, or one that is not a plain space."""
+
+
+@dataclass(frozen=True)
+class QuoteSource:
+    """A passage in quote form with the positions where its sentences (as ``core.sentences`` cuts them: blocks,
+    headings, list items, sentence marks) start and end, so a quote of a heading or of a sentence after one is a
+    whole clause even where no punctuation says so."""
+
+    text: str
+    starts: frozenset[int]
+    ends: frozenset[int]
+
+    @classmethod
+    def of(cls, text: str) -> QuoteSource:
+        stripped = strip_markers(text)
+        spans = sentence_spans(stripped)
+        quoted = collapse_whitespace(stripped)
+        if not spans:
+            return cls(quoted, frozenset(), frozenset())
+        positions = sorted({start for start, _ in spans} | {end - 1 for _, end in spans})
+        moved = _collapsed_positions(stripped, positions)
+        return cls(
+            quoted,
+            frozenset(moved[start] for start, _ in spans),
+            frozenset(moved[end - 1] + 1 for _, end in spans),
+        )
+
+    def holds_clauses(self, quoted: str) -> bool:
+        """Whether ``quoted`` (in quote form) occurs here as whole clauses: starting where a clause or sentence
+        starts and ending where one ends."""
+        if not quoted:
+            return False
+        source = self.text
+        start = source.find(quoted)
+        while start >= 0:
+            end = start + len(quoted)
+            if (start in self.starts or starts_clause(source, start)) and (
+                end in self.ends or ends_clause(source, end, quoted[-1])
+            ):
+                return True
+            start = source.find(quoted, start + 1)
+        return False
+
+
+def _collapsed_positions(text: str, positions: Sequence[int]) -> dict[int, int]:
+    """Where each of the ascending ``positions`` (each on a non-space character of ``text``) lands in
+    ``collapse_whitespace(text)``: one walk over the whitespace runs that collapsing shortens, none for a text
+    already written with single spaces."""
+    lead = len(text) - len(text.lstrip())
+    runs = _SHRINKING_SPACE.finditer(text, lead)
+    shift = lead
+    run = next(runs, None)
+    moved: dict[int, int] = {}
+    for position in positions:
+        while run is not None and run.end() <= position:
+            shift += run.end() - run.start() - 1
+            run = next(runs, None)
+        moved[position] = position - shift
+    return moved
 
 
 def _without_nested_markers(text: str) -> str:
@@ -109,64 +175,35 @@ def is_clause_quote(piece: str, text: str) -> bool:
     """Whether ``piece`` (in quote form) occurs in ``text`` (in quote form) as whole clauses: starting where a clause
     of ``text`` starts and ending where one ends, so a quote cannot drop a leading "Never" or a trailing qualifier."""
     quoted = quote_form(piece)
-    return bool(quoted) and _occurs_as_clauses(quoted, quote_form(text))
-
-
-def _occurs_as_clauses(quoted: str, source: str) -> bool:
-    """``is_clause_quote`` on texts already in quote form."""
-    start = source.find(quoted)
-    while start >= 0:
-        if _starts_clause(source, start) and _ends_clause(source, start + len(quoted), quoted):
-            return True
-        start = source.find(quoted, start + 1)
-    return False
-
-
-def _starts_clause(source: str, start: int) -> bool:
-    if start == 0:
-        return True
-    before = source[start - 1]
-    if before in _OPENING or before in _UNSPACED_END:
-        return True
-    if not before.isspace():
-        return False
-    return (
-        start < 2 or source[start - 2] in _CLAUSE_END or source[start - 2] in _CLOSING or source[start - 2] in _DASHES
-    )
-
-
-def _ends_clause(source: str, end: int, quoted: str) -> bool:
-    if end == len(source):
-        return True
-    after = source[end]
-    if quoted[-1] in _CLAUSE_END or quoted[-1] in _CLOSING or quoted[-1] in _UNSPACED_END:
-        return after.isspace() or after in _CLOSING or after in _CLAUSE_END
-    if after in _CLAUSE_END or after in _CLOSING:
-        return True
-    return after.isspace() and source[end + 1 : end + 2] in _DASHES
+    return QuoteSource.of(text).holds_clauses(quoted)
 
 
 def quotable_sentences(query: str, texts: Sequence[str]) -> list[QuotableSentence]:
-    """Every sentence of ``texts`` in quote form, scored by BM25 overlap with the query (idf over these sentences),
-    best first; ties go to the earlier text, then the earlier sentence. A sentence sharing no content word with
-    the query scores exactly 0."""
-    sentences = [
-        (source, index, quoted)
-        for source, text in enumerate(texts)
-        for index, sentence in enumerate(split_sentences(text))
-        if (quoted := quote_form(sentence))
+    """Every sentence of ``texts`` in quote form (split with its markers already removed, as ``QuoteSource`` splits
+    it), scored by BM25 overlap with the query (idf over these sentences), best first; ties go to the earlier text,
+    then the earlier sentence. A sentence under a heading is scored together with the heading's words, and a
+    heading is not quotable itself (``core.sentences.sentences``). A sentence sharing no content word with the
+    query (nor its heading) scores exactly 0."""
+    found: list[tuple[int, int, str, str]] = []
+    for source, text in enumerate(texts):
+        stripped = strip_markers(text)
+        for index, sentence in enumerate(sentences(stripped)):
+            if sentence.is_heading or not (quoted := collapse_whitespace(stripped[sentence.start : sentence.end])):
+                continue
+            context = "" if sentence.heading is None else stripped[sentence.heading[0] : sentence.heading[1]] + "\n"
+            found.append((source, index, quoted, context + quoted))
+    scores = lexical_scores(query, [scored for _, _, _, scored in found])
+    ranked = [
+        QuotableSentence(source, index, quoted, score) for (source, index, quoted, _), score in zip(found, scores)
     ]
-    scores = lexical_scores(query, [quoted for _, _, quoted in sentences])
-    scored = [
-        QuotableSentence(source, index, quoted, score) for (source, index, quoted), score in zip(sentences, scores)
-    ]
-    return sorted(scored, key=lambda sentence: (-sentence.score, sentence.source, sentence.index))
+    return sorted(ranked, key=lambda sentence: (-sentence.score, sentence.source, sentence.index))
 
 
 def check_quoted_answer(
     answer: str, sources: Sequence[Document], who: str, check_time: Callable[[], None] | None = None
 ) -> None:
-    """An answer without markers: every sentence must be quoted from one of ``sources``; an empty answer always is.
+    """An answer without markers: the whole answer, or else every sentence of it, must be quoted from one of
+    ``sources``; an empty answer always is.
 
     Raises ``GroundingError`` naming ``who`` and the first sentence found in none of the sources. Each source is put
     in quote form once; ``check_time`` (if given) is called before each sentence, so a caller's deadline can stop a
@@ -179,12 +216,14 @@ def check_quoted_answer(
             f"{who} answered {short_repr(answer)} but returned no document: "
             "expected an empty answer when no document is returned"
         )
-    quoted_sources = [quote_form(source.text) for source in sources]
+    quoted_sources = [QuoteSource.of(source.text) for source in sources]
+    if any(source.holds_clauses(quote_form(answer)) for source in quoted_sources):
+        return
     for sentence in split_sentences(answer):
         if check_time is not None:
             check_time()
         quoted = quote_form(sentence)
-        if not quoted or not any(_occurs_as_clauses(quoted, source) for source in quoted_sources):
+        if not any(source.holds_clauses(quoted) for source in quoted_sources):
             raise GroundingError(
                 f"{who} answered with {short_repr(sentence)}, which is in none of the {len(sources)} returned "
                 "documents: expected an answer quoted from the returned documents"
@@ -221,7 +260,7 @@ def check_cited_answer(
         raise GroundingError(f"{who} returned an answer without citation markers: {short_repr(answer)}")
     if quote_form(pieces[-1]):
         raise GroundingError(f"{who} returned text after the last marker: {short_repr(pieces[-1])}")
-    marked = _check_marked_claims(pieces, citations, by_id, who, supported or _quoted_from_each())
+    marked = _check_marked_claims(pieces, citations, by_id, who, supported or _quoted_from_each(), supported is None)
     unmarked = sorted(set(range(1, len(citations) + 1)) - marked)
     if unmarked:
         raise GroundingError(f"{who} cited {short_repr([citations[n - 1] for n in unmarked])} without a marker")
@@ -230,23 +269,30 @@ def check_cited_answer(
 def _quoted_from_each() -> Supported:
     """The default support test: quoted as whole clauses from each cited passage; each passage is put in quote form
     once per answer, so a long passage cited by many sentences is not walked again for each."""
-    quoted_sources: dict[str, str] = {}
+    quoted_sources: dict[str, QuoteSource] = {}
 
     def supported(sentence: str, sources: Sequence[Document]) -> bool:
         quoted = quote_form(sentence)
         for source in sources:
             if source.doc_id not in quoted_sources:
-                quoted_sources[source.doc_id] = quote_form(source.text)
-        return bool(quoted) and all(_occurs_as_clauses(quoted, quoted_sources[s.doc_id]) for s in sources)
+                quoted_sources[source.doc_id] = QuoteSource.of(source.text)
+        return bool(quoted) and all(quoted_sources[s.doc_id].holds_clauses(quoted) for s in sources)
 
     return supported
 
 
 def _check_marked_claims(
-    pieces: list[str], citations: list[str], by_id: Mapping[str, Document], who: str, supported: Supported
+    pieces: list[str],
+    citations: list[str],
+    by_id: Mapping[str, Document],
+    who: str,
+    supported: Supported,
+    whole_first: bool = False,
 ) -> set[int]:
     """Check each sentence before a run of markers against the passages the run cites; markers in a row
-    (``[1][2]``) all cite the text before the first of them. Returns the markers used."""
+    (``[1][2]``) all cite the text before the first of them. With ``whole_first`` (the quote rule) a claim quoted
+    whole needs no further check, so a quoted heading or list item is not cut again by the sentence rules.
+    Returns the markers used."""
     runs: list[tuple[str, list[int]]] = []
     for piece, number in zip(pieces[0::2], pieces[1::2]):
         marker = int(number) if len(number) <= len(str(len(citations))) else 0  # no int() of a 5,000-digit marker
@@ -259,6 +305,8 @@ def _check_marked_claims(
             runs[-1][1].append(marker)
     for claim, markers in runs:
         sources = [by_id[citations[marker - 1]] for marker in markers]
+        if whole_first and supported(claim, sources):
+            continue
         for sentence in split_sentences(claim) or [claim]:
             if not supported(sentence, sources):
                 raise GroundingError(
