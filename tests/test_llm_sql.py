@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from llm_server import FakeChatServer, Reply, serve_module
 
+from rag_integration.core import per_query
 from rag_integration.core.errors import InvalidOptionError, RemoteServiceError, SqlSafetyError
 from rag_integration.core.llm_client import LlmSettings
 from rag_integration.core.options import OptionReader
@@ -193,12 +194,12 @@ def test_the_table_is_described_once_per_request_and_the_deadline_checked_per_qu
     described: list[str] = []
     checked: list[str] = []
     monkeypatch.setattr(llm_sql, "describe", lambda table: described.append(table.name) or describe(table))
-    monkeypatch.setattr(llm_sql, "check_deadline", checked.append)
+    monkeypatch.setattr(per_query, "check_deadline", checked.append)
     questions = ["how many employees", "how many employees", "how many employees"]
     rows = run_feature("structured_rows", {**ask_request(), "question": questions}, {LlmSql})
     assert len(rows) == 3
     assert described == [TABLE]
-    assert checked == [f"before question {number} of 3 was asked" for number in (1, 2, 3)]
+    assert checked == [f"before question {number} of 3 was answered" for number in (1, 2, 3)]
 
 
 def test_describe_stops_reading_a_column_once_it_has_its_samples() -> None:

@@ -10,9 +10,9 @@ bullets are not part of any sentence. A numbered item interrupts a running parag
 The punctuation pass cuts each block into sentences. A full stop ends a sentence only when whitespace follows, the
 next word does not start in lower case, and the word before it is not a known abbreviation ("Dr.", "e.g."), an
 initial, a dotted acronym or a day number before a month name ("31. Juli 2025"); "!", "?", "…" and the
-CJK/Arabic/Devanagari terminators (``。！？؟।॥۔``) always end one, the CJK ones without a space after them.
+CJK/Arabic/Devanagari terminators of ``SENTENCE_MARKS`` always end one, the CJK ones without a space after them.
 
-Clauses are finer: a clause also ends at ``, ; :`` and their CJK and Arabic forms (``，；：、،؛``), before a
+Clauses are finer: a clause also ends at ``, ; :`` and their CJK and Arabic forms (``CLAUSE_MARKS``), before a
 closing bracket or quote and before a spaced dash, and starts after an opening one. ``starts_clause`` and
 ``ends_clause`` say so for one position; ``core.grounding`` adds the sentence boundaries of the source, so a quote
 may run from any clause start to any clause end.
@@ -201,7 +201,9 @@ def _last_visible(text: str, end: int) -> str:
 def _split_block(text: str, block_start: int, block_end: int, spans: list[tuple[int, int]]) -> None:
     start = block_start
     for match in _BOUNDARY.finditer(text, block_start, block_end):
-        if match.group().startswith(".") and not _ends_sentence(text, match.start(), match.end(), block_start, block_end):
+        if match.group().startswith(".") and not _ends_sentence(
+            text, match.start(), match.end(), block_start, block_end
+        ):
             continue
         _add_stripped(spans, text, start, match.end())
         start = match.end()

@@ -11,11 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents import Document
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.grounding import QuotableSentence, check_cited_answer, quotable_sentences
 from rag_integration.core.options import OptionReader
+from rag_integration.core.per_query import ON_ERROR_OPTION, ErrorPolicy
 from rag_integration.core.queries import passage_requests
 from rag_integration.core.schema import STRING, Shape
 
@@ -43,7 +43,7 @@ class BaseGenerateConnector(SelectorFeatureGroup):
     FAMILY: ClassVar[str] = "generate"
     FEATURE_NAME: ClassVar[str] = "generated_answer"
     SELECTOR: ClassVar[str] = "generate_backend"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("query_text", "queries_source", "filters")
+    OPTIONS: ClassVar[tuple[str, ...]] = ("query_text", "queries_source", "filters", ON_ERROR_OPTION)
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"passages_source": "passages"}
     CORPUS_OPTIONS: ClassVar[tuple[str, ...]] = ("passages",)
     """Read as a ``Corpus`` once matched, so mloda's planning copies a fingerprint, not every passage's text."""
@@ -52,14 +52,21 @@ class BaseGenerateConnector(SelectorFeatureGroup):
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
         requests = passage_requests(reader, data, "passages", "passages_source")
         settings = cls.read_settings(reader)
-        answers = []
-        for position, (query, passages) in enumerate(requests):
-            check_deadline(f"before query {position + 1} of {len(requests)} was answered")
-            answers.append(cls.generate(query, passages, settings))
+        answers = ErrorPolicy.read(reader).answer_each(
+            requests,
+            lambda request: cls.generate(request[0], request[1], settings),
+            lambda: cls.empty_answer().as_row(),
+            "query",
+        )
         return {cls.FEATURE_NAME: answers}
 
     @classmethod
     def output_shape(cls, reader: OptionReader) -> Shape:
+        return ErrorPolicy.read(reader).shape(cls.answer_shape())
+
+    @classmethod
+    def answer_shape(cls) -> dict[str, Shape]:
+        """One answer's fields (``output_shape`` adds ``error`` under ``on_error="row"``)."""
         return {"answer": STRING, "citations": [STRING]}
 
     @classmethod

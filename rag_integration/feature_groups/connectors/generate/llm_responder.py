@@ -85,7 +85,7 @@ class LlmResponder(BaseGenerateConnector):
         )
 
     @classmethod
-    def output_shape(cls, reader: OptionReader) -> Shape:
+    def answer_shape(cls) -> dict[str, Shape]:
         return {"answer": STRING, "citations": [STRING], "unsupported": [STRING]}
 
     @classmethod

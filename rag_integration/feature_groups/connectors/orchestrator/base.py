@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar
 
 from rag_integration.core.deadline import check_deadline
@@ -24,6 +25,7 @@ from rag_integration.core.grounding import check_quoted_answer, quote_form
 from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader
 from rag_integration.core.passages import rank_hits
+from rag_integration.core.per_query import ON_ERROR_OPTION, ErrorPolicy
 from rag_integration.core.queries import read_corpus, read_queries
 from rag_integration.core.schema import STRING, Shape, passages_shape
 
@@ -74,7 +76,7 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
     FAMILY: ClassVar[str] = "orchestrator"
     FEATURE_NAME: ClassVar[str] = "orchestrated_answer"
     SELECTOR: ClassVar[str] = "orchestrator_backend"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("top_k", "filters")
+    OPTIONS: ClassVar[tuple[str, ...]] = ("top_k", "filters", ON_ERROR_OPTION)
     CORPUS_OPTIONS: ClassVar[tuple[str, ...]] = ("corpus",)
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"queries_source": "query_text", "corpus_source": "corpus"}
 
@@ -82,17 +84,26 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
         request = OrchestratorRequest.read(reader, data)
         settings = cls.read_settings(reader)
-        return {cls.FEATURE_NAME: cls.orchestrated_rows(request, settings)}
+        return {cls.FEATURE_NAME: cls.orchestrated_rows(request, settings, ErrorPolicy.read(reader))}
 
     @classmethod
     def output_shape(cls, reader: OptionReader) -> Shape:
-        return {"answer": STRING, "documents": passages_shape()}
+        return ErrorPolicy.read(reader).shape({"answer": STRING, "documents": passages_shape()})
+
+    @staticmethod
+    def failed_row() -> dict[str, Any]:
+        """A row with nothing grounded: an empty corpus's, or one whose grounding failed under ``on_error="row"``."""
+        return {"answer": "", "documents": []}
 
     @classmethod
-    def orchestrated_rows(cls, request: OrchestratorRequest, settings: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """One grounded row per query; an empty corpus has nothing to ground in, so the engine is not asked."""
+    def orchestrated_rows(
+        cls, request: OrchestratorRequest, settings: Mapping[str, Any], policy: ErrorPolicy | None = None
+    ) -> list[dict[str, Any]]:
+        """One grounded row per query; an empty corpus has nothing to ground in, so the engine is not asked. Under
+        ``on_error="row"`` an answer that fails its grounding check becomes its own error row."""
+        policy = policy or ErrorPolicy()
         if not request.documents:
-            return [{"answer": "", "documents": []} for _ in request.queries]
+            return [policy.answer_one(cls.failed_row, cls.failed_row) for _ in request.queries]
         position_of = {document.doc_id: position for position, document in enumerate(request.documents)}
         quoted: dict[int, str] = {}
         rows = []
@@ -100,15 +111,19 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
         for position, (answer, check_time) in enumerate(cls.timed_answers(request, settings)):
             check_deadline(f"before answer {position + 1} of {len(request.queries)} was grounded")
             rows.append(
-                ground_answer(
-                    answer,
-                    request.documents,
-                    position_of,
-                    request.top_k,
-                    str(cls.BACKEND),
-                    request.excluded_ids,
-                    quoted=quoted,
-                    check_time=check_time,
+                policy.answer_one(
+                    partial(
+                        ground_answer,
+                        answer,
+                        request.documents,
+                        position_of,
+                        request.top_k,
+                        str(cls.BACKEND),
+                        request.excluded_ids,
+                        quoted=quoted,
+                        check_time=check_time,
+                    ),
+                    cls.failed_row,
                 )
             )
         return rows

@@ -12,11 +12,12 @@ import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rag_integration.core.deadline import check_deadline, current_deadline, within_deadline
+from rag_integration.core.deadline import current_deadline, within_deadline
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.extras import require_module
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.options import OptionReader
+from rag_integration.core.per_query import ON_ERROR_OPTION, ErrorPolicy
 from rag_integration.core.schema import JSON, STRING, Shape
 from rag_integration.feature_groups.connectors.structured.lexicon import Lexicon
 from rag_integration.feature_groups.connectors.structured.parser import NotUnderstood, Parser, Question
@@ -45,6 +46,7 @@ class BaseStructuredConnector(SelectorFeatureGroup):
         "rows",
         "sql_time_limit",
         "max_result_rows",
+        ON_ERROR_OPTION,
     )
     EXTRA: ClassVar[str | None] = "structured"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("sqlglot",)
@@ -77,16 +79,19 @@ class BaseStructuredConnector(SelectorFeatureGroup):
         cls, sandbox: SqliteSandbox, questions: list[str], reader: OptionReader
     ) -> list[dict[str, Any]]:
         """Each question's result; a backend that needs options beyond the table's reads them from ``reader``."""
-        rows = []
-        for position, question in enumerate(questions):
-            check_deadline(f"before question {position + 1} of {len(questions)} was asked")
-            rows.append(cls.ask(sandbox, question))
-        return rows
+        return ErrorPolicy.read(reader).answer_each(
+            questions, lambda question: cls.ask(sandbox, question), cls.failed_row, "question"
+        )
+
+    @staticmethod
+    def failed_row() -> dict[str, Any]:
+        """The row of a question that failed under ``on_error="row"``: nothing ran, nothing came back."""
+        return {"sql": "", "params": [], "rows": []}
 
     @classmethod
     def output_shape(cls, reader: OptionReader) -> Shape:
         """``params`` and ``rows`` hold any SQLite value, so the columnar frameworks carry them as JSON."""
-        return {"sql": STRING, "params": JSON, "rows": JSON}
+        return ErrorPolicy.read(reader).shape({"sql": STRING, "params": JSON, "rows": JSON})
 
     @classmethod
     def run_sql(

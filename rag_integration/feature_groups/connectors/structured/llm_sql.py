@@ -13,11 +13,11 @@ import math
 import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rag_integration.core.deadline import check_deadline
 from rag_integration.core.errors import InvalidOptionError, SqlSafetyError, short_repr
 from rag_integration.core.llm_client import OPTIONS as LLM_OPTIONS
 from rag_integration.core.llm_client import LlmSettings, Message, chat
 from rag_integration.core.options import OptionReader
+from rag_integration.core.per_query import ErrorPolicy
 from rag_integration.feature_groups.connectors.structured.base import BaseStructuredConnector, guard_sql
 from rag_integration.feature_groups.connectors.structured.columns import INT64, is_utf8
 from rag_integration.feature_groups.connectors.structured.table import TableSpec
@@ -52,11 +52,12 @@ class LlmSql(BaseStructuredConnector):
     ) -> list[dict[str, Any]]:
         settings = LlmSettings.read(reader)
         description = describe(sandbox.table)
-        rows = []
-        for position, question in enumerate(questions):
-            check_deadline(f"before question {position + 1} of {len(questions)} was asked")
-            rows.append(cls.ask_model(sandbox, question, settings, description))
-        return rows
+        return ErrorPolicy.read(reader).answer_each(
+            questions,
+            lambda question: cls.ask_model(sandbox, question, settings, description),
+            cls.failed_row,
+            "question",
+        )
 
     @classmethod
     def ask_model(
