@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple, overload
 
 from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError
+from rag_integration.core.unicode_text import require_valid_text, surrogate_position
 
 
 class Document(NamedTuple):
@@ -23,7 +24,8 @@ class Document(NamedTuple):
 
 
 def read_documents(raw: Any, option: str) -> list[Document]:
-    """Validate and normalise a list of document dicts; duplicate effective doc_ids are an error."""
+    """Validate and normalise a list of document dicts; duplicate effective doc_ids are an error, and so is a text or
+    doc_id that is not valid Unicode (``core.unicode_text.InvalidTextError``)."""
     if isinstance(raw, Corpus):
         return list(raw)
     if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Sequence):
@@ -34,7 +36,12 @@ def read_documents(raw: Any, option: str) -> list[Document]:
         # The common shape, a plain {"doc_id": str, "text": str}, without the general checks' per-item cost.
         if type(item) is dict and len(item) == 2:
             doc_id, text = item.get("doc_id"), item.get("text")
-            if type(doc_id) is str and type(text) is str:
+            if (
+                type(doc_id) is str
+                and type(text) is str
+                and surrogate_position(text) is None
+                and surrogate_position(doc_id) is None
+            ):
                 append(Document(doc_id, text))
                 continue
         append(read_document(item, option, position))
@@ -99,9 +106,10 @@ def read_document(item: Any, option: str, position: int) -> Document:
     text = item.get("text")
     if not isinstance(text, str):
         raise InvalidOptionError(f"{option}[{position}].text", text, "a string")
+    require_valid_text(text, f"{option}[{position}].text")
     raw_id = item.get("doc_id", position)
     if type(raw_id) is str:
-        doc_id = raw_id
+        doc_id = require_valid_text(raw_id, f"{option}[{position}].doc_id")
     elif isinstance(raw_id, int) and not isinstance(raw_id, bool):
         doc_id = int_text(raw_id, f"{option}[{position}].doc_id", "a str or an int")
     else:

@@ -18,6 +18,7 @@ from rag_integration.core.extras import require_module
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.options import OptionReader
 from rag_integration.core.schema import JSON, STRING, Shape
+from rag_integration.core.unicode_text import require_valid_text
 from rag_integration.feature_groups.connectors.structured.lexicon import Lexicon
 from rag_integration.feature_groups.connectors.structured.parser import NotUnderstood, Parser, Question
 from rag_integration.feature_groups.connectors.structured.plan import QueryPlan, Staged
@@ -172,8 +173,8 @@ def _read_questions(reader: OptionReader) -> list[str]:
     value = reader.string_or_strings("question")
     questions = [value] if isinstance(value, str) else value
     for position, question in enumerate(questions):
+        option = f"question[{position}]" if len(questions) > 1 else "question"
+        require_valid_text(question, option)
         if not question.strip():
-            raise InvalidOptionError(
-                f"question[{position}]" if len(questions) > 1 else "question", question, "a non-empty question"
-            )
+            raise InvalidOptionError(option, question, "a non-empty question")
     return questions
