@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple, overload
 
+from rag_integration.core.deadline import check_deadline
 from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError
 from rag_integration.core.unicode_text import require_valid_text, surrogate_position
 
@@ -33,6 +34,8 @@ def read_documents(raw: Any, option: str) -> list[Document]:
     documents: list[Document] = []
     append = documents.append
     for position, item in enumerate(raw):
+        if not position % READ_CHECK_EVERY:  # reading a huge corpus counts against deadline_ms too
+            check_deadline(f"while reading '{option}' (at document {position} of {len(raw)})")
         # The common shape, a plain {"doc_id": str, "text": str}, without the general checks' per-item cost.
         if type(item) is dict and len(item) == 2:
             doc_id, text = item.get("doc_id"), item.get("text")
@@ -59,6 +62,8 @@ def _raise_first_duplicate(doc_ids: Sequence[str], option: str) -> None:
             raise DuplicateDocIdError(option, doc_id, earlier, position)
 
 
+READ_CHECK_EVERY = 4_096
+"""Documents read between two looks at the request's ``deadline_ms``."""
 PASSAGE_ONLY_KEYS = ("score", "rank", "metadata")
 
 

@@ -63,14 +63,17 @@ class BaseStructuredConnector(SelectorFeatureGroup):
     @classmethod
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
         questions = _read_questions(reader)
-        table = TableSpec.read(reader)
         time_limit = reader.number("sql_time_limit", default=DEFAULT_TIME_LIMIT, minimum=0.0, exclusive_minimum=True)
         max_rows = reader.integer("max_result_rows", default=DEFAULT_MAX_ROWS, minimum=1)
         assert cls.BACKEND is not None
         require_module("sqlglot", cls.BACKEND, "structured")
         from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
 
-        with SqliteSandbox(table, time_limit=time_limit, max_rows=max_rows) as sandbox:
+        # Reading, checking and loading the table get one sql_time_limit of their own (cut to what deadline_ms
+        # leaves), so a huge table cannot run for minutes before the first question's limit even starts.
+        loading = current_deadline().budget(time_limit, "sql_time_limit")
+        table = TableSpec.read(reader, loading)
+        with SqliteSandbox(table, time_limit=time_limit, max_rows=max_rows, budget=loading) as sandbox:
             return {cls.FEATURE_NAME: cls.answer_questions(sandbox, questions, reader)}
 
     @classmethod
