@@ -154,7 +154,7 @@ def test_one_retry_tells_the_model_why_and_may_succeed(chat_server: FakeChatServ
 @pytest.mark.parametrize(
     ("reply", "problem"),
     [
-        ("SELECT * FROM employees", "not a JSON object"),
+        ('{"sql": "SELECT * FROM employees"', "not a JSON object"),
         ('{"sql": 5}', "is not"),
         ('{"sql": "SELECT * FROM employees", "params": "x"}', "is not"),
         (model_reply("SELECT * FROM employees WHERE name = ?", []), "placeholder"),

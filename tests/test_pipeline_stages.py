@@ -14,6 +14,7 @@ from rag_integration.core.embedders import get_embedder
 from rag_integration.core.errors import DuplicateDocIdError, IndexMismatchError, InvalidOptionError, MissingOptionError
 from rag_integration.core.index_cache import INDEX_CACHE
 from rag_integration.core.index_store import current_version
+from rag_integration.core.unicode_text import InvalidTextError
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever, FaissDenseRetriever
 from rag_integration.feature_groups.rag_pipeline import STAGES
 from rag_integration.testing.retrieve import VectorStoreContractTests
@@ -349,13 +350,15 @@ def test_metadata_json_cannot_hold_is_refused_and_the_old_store_survives(tmp_pat
     assert rows[0][0]["doc_id"] == "pets#0"
 
 
-def test_text_with_a_lone_surrogate_round_trips_through_the_store(tmp_path: Path) -> None:
+def test_text_with_a_lone_surrogate_is_refused_before_the_store(tmp_path: Path) -> None:
+    """Not valid Unicode: refused where it is read, as by every component (core.unicode_text), and nothing is
+    written; it used to round-trip through the hash embedder while MiniLM raised a bare TypeError on it."""
     odd = [{"doc_id": "odd", "text": "cats \ud800 purr"}]
-    options = base_options(tmp_path, documents=odd, chunker="paragraph")
+    options = base_options(tmp_path / "store", documents=odd, chunker="paragraph")
     del options["sentences_per_chunk"]  # a sentence chunker's option: refused next to the paragraph chunker
-    stage(INDEXED, **options)
-    rows = search_store(tmp_path, "cats")
-    assert rows[0][0]["text"] == "cats \ud800 purr"
+    with pytest.raises(InvalidTextError, match=r"documents\[0\]\.text"):
+        stage(INDEXED, **options)
+    assert not (tmp_path / "store").exists()
 
 
 def test_a_ragged_csv_row_names_file_and_line(tmp_path: Path) -> None:

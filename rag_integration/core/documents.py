@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple, overload
 
+from rag_integration.core.deadline import check_deadline
 from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError
+from rag_integration.core.unicode_text import require_valid_text, surrogate_position
 
 
 class Document(NamedTuple):
@@ -23,7 +25,8 @@ class Document(NamedTuple):
 
 
 def read_documents(raw: Any, option: str) -> list[Document]:
-    """Validate and normalise a list of document dicts; duplicate effective doc_ids are an error."""
+    """Validate and normalise a list of document dicts; duplicate effective doc_ids are an error, and so is a text or
+    doc_id that is not valid Unicode (``core.unicode_text.InvalidTextError``)."""
     if isinstance(raw, Corpus):
         return list(raw)
     if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Sequence):
@@ -31,10 +34,17 @@ def read_documents(raw: Any, option: str) -> list[Document]:
     documents: list[Document] = []
     append = documents.append
     for position, item in enumerate(raw):
+        if not position % READ_CHECK_EVERY:  # reading a huge corpus counts against deadline_ms too
+            check_deadline(f"while reading '{option}' (at document {position} of {len(raw)})")
         # The common shape, a plain {"doc_id": str, "text": str}, without the general checks' per-item cost.
         if type(item) is dict and len(item) == 2:
             doc_id, text = item.get("doc_id"), item.get("text")
-            if type(doc_id) is str and type(text) is str:
+            if (
+                type(doc_id) is str
+                and type(text) is str
+                and surrogate_position(text) is None
+                and surrogate_position(doc_id) is None
+            ):
                 append(Document(doc_id, text))
                 continue
         append(read_document(item, option, position))
@@ -52,6 +62,8 @@ def _raise_first_duplicate(doc_ids: Sequence[str], option: str) -> None:
             raise DuplicateDocIdError(option, doc_id, earlier, position)
 
 
+READ_CHECK_EVERY = 4_096
+"""Documents read between two looks at the request's ``deadline_ms``."""
 PASSAGE_ONLY_KEYS = ("score", "rank", "metadata")
 
 
@@ -99,9 +111,10 @@ def read_document(item: Any, option: str, position: int) -> Document:
     text = item.get("text")
     if not isinstance(text, str):
         raise InvalidOptionError(f"{option}[{position}].text", text, "a string")
+    require_valid_text(text, f"{option}[{position}].text")
     raw_id = item.get("doc_id", position)
     if type(raw_id) is str:
-        doc_id = raw_id
+        doc_id = require_valid_text(raw_id, f"{option}[{position}].doc_id")
     elif isinstance(raw_id, int) and not isinstance(raw_id, bool):
         doc_id = int_text(raw_id, f"{option}[{position}].doc_id", "a str or an int")
     else:

@@ -21,6 +21,11 @@ from rag_integration.core.errors import ConnectorError, InvalidOptionError
 from rag_integration.core.extras import require_module
 from rag_integration.core.progress import step
 from rag_integration.core.text import content_words
+from rag_integration.core.unicode_text import require_valid_texts
+
+EMBEDDED_TEXT = "text to embed"
+"""What an embedder's ``InvalidTextError`` names: every option carrying text is checked where it is read, so this
+one only fires for text that a caller built without reading it through ``core.queries`` or ``core.documents``."""
 
 Vectors = npt.NDArray[np.float32]
 
@@ -57,6 +62,7 @@ class HashEmbedder:
         self.texts_embedded = 0
 
     def embed(self, texts: list[str]) -> Vectors:
+        require_valid_texts(texts, EMBEDDED_TEXT)
         matrix = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for row, text in enumerate(texts):
             counts: dict[str, int] = {}
@@ -122,6 +128,7 @@ class OnnxEmbedder:
     def embed(self, texts: list[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        require_valid_texts(texts, EMBEDDED_TEXT)
         encodings = self._tokenizer.encode_batch(texts)
         # Length-sorted batches waste almost no work on padding.
         order = sorted(range(len(texts)), key=lambda position: len(encodings[position].ids))

@@ -201,14 +201,24 @@ def _compact_corpora(options: Options, keys: tuple[str, ...]) -> None:
     time instead of a walk over every document. mloda documents that a matcher's writes reach the feature when it
     wins. Only ``context`` is touched (``group`` is the request's identity), and a list that is not a valid corpus
     is left alone, so the request still fails with its typed error when it is answered.
+
+    Reading a corpus here is held to the request's ``deadline_ms`` too: a corpus too large to read in time is left
+    a list, and answering reads it again under its own deadline, which then names the step that ran out.
     """
-    for key in keys:
-        value = options.context.get(key)
-        if isinstance(value, list) and value:
-            try:
-                options.context[key] = Corpus(value, key)
-            except ConnectorError:
-                continue
+    if not any(isinstance(options.context.get(key), list) and options.context.get(key) for key in keys):
+        return
+    try:
+        limit = Deadline.read(OptionReader(options))
+    except ConnectorError:  # a bad deadline_ms is refused, typed, when the request is answered
+        return
+    with deadline_scope(limit):
+        for key in keys:
+            value = options.context.get(key)
+            if isinstance(value, list) and value:
+                try:
+                    options.context[key] = Corpus(value, key)
+                except ConnectorError:
+                    continue
 
 
 class UnwritableOption:

@@ -220,7 +220,12 @@ class IndexCache:
 
     def _keep_stored(self, key: IndexKey, folder: Path, index: Any, save: Callable[[Any, Path], None]) -> None:
         """Write a kept index to its store again when the store no longer holds it intact; the store is verified
-        (listed and hashed) only when ``CURRENT`` changed since it was last verified or written."""
+        (listed and hashed) only when ``CURRENT`` changed since it was last verified or written.
+
+        Best effort: the query is answered from the index in memory, so a store that cannot be written now (another
+        process deleting ``index_dir`` mid-write, a full disk) is logged and tried again on the next hit instead of
+        failing a query that does not need the folder. A folder that cannot be written on a cold build still fails
+        that request (``get_or_build``), since there the request's ``index_dir`` is what is wrong."""
         with self._lock:
             mark = self._marks.get(key)
         if mark is not None and pointer_state(folder) == mark.pointer:
@@ -231,7 +236,16 @@ class IndexCache:
             if version is not None and version.claim.same_as(key.claim()):
                 new_mark = _mark(folder, version.name, state)
             else:
-                new_mark = _save(folder, key, index, save)
+                try:
+                    new_mark = _save(folder, key, index, save)
+                except Exception as error:  # any library's write error: the answer does not depend on the store
+                    LOGGER.warning(
+                        "index_dir: could not store the index again in %s (answering from memory, will retry): %s: %s",
+                        folder,
+                        type(error).__name__,
+                        error,
+                    )
+                    new_mark = None
             with self._lock:
                 if key in self._entries:
                     self._set_mark(key, new_mark)

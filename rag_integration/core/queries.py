@@ -16,10 +16,12 @@ from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.feature_group import source_feature_name
 from rag_integration.core.frames import column_values
 from rag_integration.core.options import REQUIRED, OptionReader
+from rag_integration.core.unicode_text import require_valid_text, require_valid_texts
 
 
 def read_queries(reader: OptionReader, data: Any) -> list[str]:
-    """``query_text`` (a str or a list of str) or the rows of the upstream feature named by ``queries_source``."""
+    """``query_text`` (a str or a list of str) or the rows of the upstream feature named by ``queries_source``, each
+    valid Unicode (``core.unicode_text``)."""
     if reader.has("query_text") and reader.has("queries_source"):
         raise InvalidOptionError("queries_source", reader.raw("queries_source"), "either query_text or queries_source")
     source = source_feature_name(reader, "queries_source")
@@ -28,11 +30,15 @@ def read_queries(reader: OptionReader, data: Any) -> list[str]:
         for position, query in enumerate(queries):
             if not isinstance(query, str):
                 raise InvalidOptionError(f"{source}[{position}]", query, "a query string in every row")
+        require_valid_texts(queries, source)
         return queries
     if not reader.has("query_text"):
         raise MissingOptionError("query_text", "a string or a list of strings (or queries_source)", owner=reader.owner)
     query_text = reader.string_or_strings("query_text")
-    return [query_text] if isinstance(query_text, str) else query_text
+    if isinstance(query_text, str):
+        return [require_valid_text(query_text, "query_text")]
+    require_valid_texts(query_text, "query_text")
+    return list(query_text)
 
 
 def read_corpus(reader: OptionReader, data: Any) -> Sequence[Document]:

@@ -52,9 +52,9 @@ class StageFeatureGroup(PythonDictStage):
         for feature in features.features:
             name = str(feature.name)
             source = cls.source_name(name)
-            documents = read_documents(column_values(data, source, source), source)
             reader = OptionReader(feature.options, owner=f"{cls.__name__} ({name})")
-            with deadline_scope(Deadline.read(reader)) as deadline:
+            with deadline_scope(Deadline.read(reader)) as deadline:  # reading the rows counts against it too
+                documents = read_documents(column_values(data, source, source), source)
                 output[name] = cls.transform(documents, reader)
                 deadline.check(f"after stage '{name}'")
         return output

@@ -19,6 +19,7 @@ from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.options import OptionReader
 from rag_integration.core.per_query import ON_ERROR_OPTION, ErrorPolicy
 from rag_integration.core.schema import JSON, STRING, Shape
+from rag_integration.core.unicode_text import require_valid_text
 from rag_integration.feature_groups.connectors.structured.lexicon import Lexicon
 from rag_integration.feature_groups.connectors.structured.parser import NotUnderstood, Parser, Question
 from rag_integration.feature_groups.connectors.structured.plan import QueryPlan, Staged
@@ -64,14 +65,17 @@ class BaseStructuredConnector(SelectorFeatureGroup):
     @classmethod
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
         questions = _read_questions(reader)
-        table = TableSpec.read(reader)
         time_limit = reader.number("sql_time_limit", default=DEFAULT_TIME_LIMIT, minimum=0.0, exclusive_minimum=True)
         max_rows = reader.integer("max_result_rows", default=DEFAULT_MAX_ROWS, minimum=1)
         assert cls.BACKEND is not None
         require_module("sqlglot", cls.BACKEND, "structured")
         from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
 
-        with SqliteSandbox(table, time_limit=time_limit, max_rows=max_rows) as sandbox:
+        # Reading, checking and loading the table get one sql_time_limit of their own (cut to what deadline_ms
+        # leaves), so a huge table cannot run for minutes before the first question's limit even starts.
+        loading = current_deadline().budget(time_limit, "sql_time_limit")
+        table = TableSpec.read(reader, loading)
+        with SqliteSandbox(table, time_limit=time_limit, max_rows=max_rows, budget=loading) as sandbox:
             return {cls.FEATURE_NAME: cls.answer_questions(sandbox, questions, reader)}
 
     @classmethod
@@ -177,8 +181,8 @@ def _read_questions(reader: OptionReader) -> list[str]:
     value = reader.string_or_strings("question")
     questions = [value] if isinstance(value, str) else value
     for position, question in enumerate(questions):
+        option = f"question[{position}]" if len(questions) > 1 else "question"
+        require_valid_text(question, option)
         if not question.strip():
-            raise InvalidOptionError(
-                f"question[{position}]" if len(questions) > 1 else "question", question, "a non-empty question"
-            )
+            raise InvalidOptionError(option, question, "a non-empty question")
     return questions

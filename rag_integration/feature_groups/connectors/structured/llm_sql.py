@@ -1,8 +1,10 @@
 """A language model writes the SQL; the family's guard and locked sandbox decide whether it runs.
 
-The model sees the table's name, its typed columns and a few sample values, and answers with a JSON object
-``{"sql": ..., "params": [...]}`` (values bound to ``?``) or ``{"unanswerable": reason}``. Its SQL goes through
-``guard_sql`` like every backend's; a refusal is told to the model once, and a second refusal raises
+The model sees the table's name, its typed columns and a few sample values, and is asked for a JSON object
+``{"sql": ..., "params": [...]}`` (values bound to ``?``) or ``{"unanswerable": reason}``. Models often send plain
+SQL, a fenced block or a sentence and one fenced block instead, so those shapes are read too (``read_reply``); two
+statements or two blocks are refused rather than guessed between. The SQL goes through ``guard_sql`` like every
+backend's; a refusal is told to the model once, and a second refusal raises
 ``SqlSafetyError`` with the reason. Nothing the guard refused ever reaches SQLite.
 """
 
@@ -27,7 +29,10 @@ if TYPE_CHECKING:
 
 SAMPLE_VALUES = 3
 SAMPLE_CHARACTERS = 40
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+_FENCED_BLOCK = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*(?:\r?\n)?(.*?)```", re.DOTALL)
+"""A Markdown code fence: its label (``sql``, ``json``, none, ...) and its body."""
+FENCE_LABELS = frozenset({"", "sql", "sqlite", "json"})
+"""Fence labels whose block is read; a block labelled as anything else (``python``) is not SQL."""
 SYSTEM_PROMPT = (
     "You translate a question about one SQLite table into one SELECT statement over that table. Reply with a JSON "
     'object only: {"sql": "<one SELECT>", "params": [<values>]}. Write every value as a ? placeholder and list the '
@@ -75,7 +80,7 @@ class LlmSql(BaseStructuredConnector):
         for attempt in (1, 2):
             reply = chat(settings, messages)
             try:
-                sql, params = _read_reply(reply, question)
+                sql, params = read_reply(reply, question)
                 guarded = guard_sql(sql, table.name, [column.name for column in table.columns])
                 if guarded.count("?") != len(params):
                     raise SqlSafetyError(
@@ -120,12 +125,41 @@ def _sample(value: Any) -> str:
     return repr(value)
 
 
-def _read_reply(reply: str, question: str) -> tuple[str, list[Any]]:
-    """The SQL and parameters of the model's JSON reply; an unreadable reply is a refusal, an ``unanswerable`` one
-    an ``InvalidOptionError`` on ``question``."""
-    fenced = _FENCE.match(reply)
+def read_reply(reply: str, question: str) -> tuple[str, list[Any]]:
+    """The SQL and parameters of the model's reply, in any shape models send: a JSON object, plain SQL, one fenced
+    block (```` ```sql ````, ```` ```json ```` or unlabelled) alone or after or around prose. Two fenced blocks, an
+    unclosed fence or a block of another language is a refusal (``SqlSafetyError``); so are two statements, which
+    the guard refuses. An ``unanswerable`` reply is an ``InvalidOptionError`` on ``question``."""
+    text = _fenced_body(reply)
+    if text.startswith("{"):
+        return _read_json(text, reply, question)
+    if not text:
+        raise SqlSafetyError(f"the model's reply {short_repr(reply)} holds no SQL")
+    return bind_literals(text)
+
+
+def _fenced_body(reply: str) -> str:
+    """The body of the reply's one fenced block, or the whole reply when it has none."""
+    blocks = _FENCED_BLOCK.findall(reply)
+    if len(blocks) > 1:
+        raise SqlSafetyError(
+            f"the model's reply {short_repr(reply)} holds {len(blocks)} fenced blocks; expected one SQL statement"
+        )
+    if not blocks:
+        if "```" in reply:
+            raise SqlSafetyError(f"the model's reply {short_repr(reply)} opens a fence it never closes")
+        return reply.strip()
+    label, body = blocks[0]
+    if label.lower() not in FENCE_LABELS:
+        raise SqlSafetyError(f"the model's reply {short_repr(reply)} holds a {label!r} block, not SQL or JSON")
+    if "```" in _FENCED_BLOCK.sub("", reply):
+        raise SqlSafetyError(f"the model's reply {short_repr(reply)} opens a fence it never closes")
+    return str(body).strip()
+
+
+def _read_json(text: str, reply: str, question: str) -> tuple[str, list[Any]]:
     try:
-        payload = json.loads(fenced.group(1) if fenced else reply)
+        payload = json.loads(text)
     except (ValueError, RecursionError):
         raise SqlSafetyError(f"the model's reply {short_repr(reply)} is not a JSON object") from None
     if isinstance(payload, dict) and isinstance(payload.get("unanswerable"), str):
@@ -143,6 +177,51 @@ def _read_reply(reply: str, question: str) -> tuple[str, list[Any]]:
     if bad:
         raise SqlSafetyError(f"parameter {short_repr(bad[0])} is not a str, int, float or null")
     return sql, params
+
+
+def bind_literals(sql: str) -> tuple[str, list[Any]]:
+    """Plain SQL with its string and number literals turned into ``?`` parameters, in the order written.
+
+    A model writing SQL without JSON has nowhere to put ``params``, so it writes ``city = 'Berlin'``; binding the
+    value it wrote is what it meant, and the guard (which refuses literals) then checks the SQL as usual. LIMIT and
+    OFFSET counts stay literal. SQL that already has ``?`` placeholders gets no parameters for them and is refused
+    by the placeholder count.
+    """
+    from sqlglot import TokenType, tokenize
+    from sqlglot.errors import SqlglotError
+
+    try:
+        tokens = tokenize(sql, read="sqlite")
+    except SqlglotError as error:
+        raise SqlSafetyError(f"the model's reply {short_repr(sql)} is not SQL ({str(error)[:120]})") from error
+    pieces: list[str] = []
+    params: list[Any] = []
+    written = 0
+    previous = None
+    for token in tokens:
+        if token.token_type == TokenType.STRING or (
+            token.token_type == TokenType.NUMBER and previous not in (TokenType.LIMIT, TokenType.OFFSET)
+        ):
+            pieces += [sql[written : token.start], "?"]
+            written = token.end + 1
+            params.append(token.text if token.token_type == TokenType.STRING else _number(token.text))
+        previous = token.token_type
+    pieces.append(sql[written:])
+    bad = [value for value in params if not _bindable(value)]
+    if bad:
+        raise SqlSafetyError(f"literal {short_repr(bad[0])} is not a str, 64-bit int or finite float")
+    return "".join(pieces), params
+
+
+def _number(text: str) -> int | float:
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise SqlSafetyError(f"number literal {short_repr(text)} is not a decimal int or float") from None
 
 
 def _bindable(value: Any) -> bool:

@@ -12,27 +12,33 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from rag_integration.core.deadline import Budget
 from rag_integration.core.errors import DeadlineExceededError, InvalidOptionError, SqlSafetyError, short_repr
 from rag_integration.feature_groups.connectors.structured.columns import SQLITE_TYPES
 from rag_integration.feature_groups.connectors.structured.guard import ALLOWED_FUNCTIONS
-from rag_integration.feature_groups.connectors.structured.table import TableSpec
+from rag_integration.feature_groups.connectors.structured.table import CHECK_EVERY, TableSpec, check_budget
 
 PROGRESS_STEPS = 1_000
 MAX_VALUE_BYTES = 1_000_000
 
 
 class SqliteSandbox:
-    """Build the table, load the rows with bound parameters, then lock the connection for reading only."""
+    """Build the table, load the rows with bound parameters, then lock the connection for reading only; a ``budget``
+    (the request's loading budget) is checked between batches of rows, so loading a large table is bounded too."""
 
-    def __init__(self, table: TableSpec, *, time_limit: float, max_rows: int) -> None:
+    def __init__(self, table: TableSpec, *, time_limit: float, max_rows: int, budget: Budget | None = None) -> None:
         self.table = table
         self.time_limit = time_limit
         self.max_rows = max_rows
         self.connection = sqlite3.connect(":memory:", isolation_level=None)
         self._deadline = 0.0
         self._timed_out = False
-        self._load()
-        self._lock()
+        try:
+            self._load(budget)
+            self._lock(budget)
+        except BaseException:
+            self.connection.close()
+            raise
 
     def __enter__(self) -> SqliteSandbox:
         return self
@@ -66,7 +72,7 @@ class SqliteSandbox:
             )
         return [description[0] for description in cursor.description], rows
 
-    def _load(self) -> None:
+    def _load(self, budget: Budget | None) -> None:
         table = self.table
         columns = ", ".join(f'"{column.name}" {SQLITE_TYPES[column.type]}' for column in table.columns)
         strict = " STRICT" if sqlite3.sqlite_version_info >= (3, 37, 0) else ""
@@ -74,17 +80,22 @@ class SqliteSandbox:
         marks = ", ".join("?" for _ in table.columns)
         try:
             self.connection.execute(f'CREATE TABLE "{table.name}" ({columns}){strict}')
-            self.connection.executemany(f'INSERT INTO "{table.name}" ({names}) VALUES ({marks})', table.rows)
+            for start in range(0, len(table.rows), CHECK_EVERY):
+                check_budget(budget)
+                batch = table.rows[start : start + CHECK_EVERY]
+                self.connection.executemany(f'INSERT INTO "{table.name}" ({names}) VALUES ({marks})', batch)
         except sqlite3.Error as error:  # a limit of this SQLite build (columns, bound variables, value size)
-            self.connection.close()
             raise InvalidOptionError("rows", table.name, f"a table this SQLite can hold ({error})") from error
 
-    def _lock(self) -> None:
+    def _lock(self, budget: Budget | None) -> None:
         connection = self.connection
         connection.execute("PRAGMA query_only = ON")
         if hasattr(connection, "enable_load_extension"):
             connection.enable_load_extension(False)
-        longest = max((len(str(value).encode()) for row in self.table.rows for value in row), default=0)
+        longest = 0
+        for position, row in enumerate(self.table.rows):
+            check_budget(budget, position)
+            longest = max(longest, max((len(str(value).encode()) for value in row), default=0))
         connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(MAX_VALUE_BYTES, 2 * longest))
         connection.setlimit(sqlite3.SQLITE_LIMIT_COMPOUND_SELECT, 1)

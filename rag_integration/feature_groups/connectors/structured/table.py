@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rag_integration.core.deadline import Budget
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.connectors.structured.columns import (
@@ -19,6 +20,10 @@ from rag_integration.feature_groups.connectors.structured.columns import (
 
 MAX_COLUMNS = 2000
 """SQLite's default column limit per table (``SQLITE_MAX_COLUMN``)."""
+CHECK_EVERY = 4_096
+"""Rows read, checked or loaded between two looks at the time budget (a look costs far less than 4k rows)."""
+LOADING = "while reading and loading the table"
+LOADING_EXPECTED = "reading, checking and loading the table's rows to finish in time"
 
 
 @dataclass(frozen=True)
@@ -31,7 +36,9 @@ class TableSpec:
     date_objects: frozenset[str] = frozenset()
 
     @classmethod
-    def read(cls, reader: OptionReader) -> TableSpec:
+    def read(cls, reader: OptionReader, budget: Budget | None = None) -> TableSpec:
+        """The table of a request; with a ``budget`` (``sql_time_limit`` and ``deadline_ms``, whichever ends first),
+        reading and checking a large table stops with ``DeadlineExceededError`` once the time is up."""
         name = read_identifier("table_name", reader.string("table_name"))
         if not reader.has("columns"):
             raise MissingOptionError("columns", "a list of column names or {'name', 'type'} dicts", owner=reader.owner)
@@ -42,13 +49,15 @@ class TableSpec:
             raise InvalidOptionError(
                 "columns", reader.raw("columns"), f"at most {MAX_COLUMNS} columns (SQLite's limit), not {len(declared)}"
             )
-        rows = _read_rows(reader.raw("rows"), [column.name for column, _ in declared])
-        columns = tuple(
-            ColumnSpec(column.name, given or infer_type(column.name, [row.get(column.name) for row in rows]))
-            for column, given in declared
-        )
-        stored, date_objects = _store(columns, rows)
-        return cls(name, columns, stored, date_objects)
+        rows = _read_rows(reader.raw("rows"), [column.name for column, _ in declared], budget)
+        columns = []
+        for column, given in declared:
+            check_budget(budget)
+            columns.append(
+                ColumnSpec(column.name, given or infer_type(column.name, [row.get(column.name) for row in rows]))
+            )
+        stored, date_objects = _store(tuple(columns), rows, budget)
+        return cls(name, tuple(columns), stored, date_objects)
 
     def column(self, name: str) -> ColumnSpec | None:
         """SQLite identifiers are case-insensitive, so lookups are too."""
@@ -76,11 +85,18 @@ class TableSpec:
         return value
 
 
-def _read_rows(value: Any, names: list[str]) -> list[dict[str, Any]]:
+def check_budget(budget: Budget | None, position: int = 0) -> None:
+    """Look at the loading budget every ``CHECK_EVERY`` rows (``position``)."""
+    if budget is not None and position % CHECK_EVERY == 0:
+        budget.check(LOADING, LOADING_EXPECTED)
+
+
+def _read_rows(value: Any, names: list[str], budget: Budget | None = None) -> list[dict[str, Any]]:
     if not isinstance(value, (list, tuple)):
         raise InvalidOptionError("rows", value, "a list of dicts (one per row)")
     rows: list[dict[str, Any]] = []
     for position, row in enumerate(value):
+        check_budget(budget, position)
         if not isinstance(row, Mapping):
             raise InvalidOptionError(f"rows[{position}]", row, "a dict mapping column names to values")
         for key in row:
@@ -91,13 +107,14 @@ def _read_rows(value: Any, names: list[str]) -> list[dict[str, Any]]:
 
 
 def _store(
-    columns: Sequence[ColumnSpec], rows: list[dict[str, Any]]
+    columns: Sequence[ColumnSpec], rows: list[dict[str, Any]], budget: Budget | None = None
 ) -> tuple[tuple[tuple[Any, ...], ...], frozenset[str]]:
     """Check every value against its column's type and convert dates to ISO text, the form SQLite compares."""
     date_objects: set[str] = set()
     date_strings: set[str] = set()
     stored = []
     for position, row in enumerate(rows):
+        check_budget(budget, position)
         values = []
         for column in columns:
             value = row.get(column.name)

@@ -1,0 +1,116 @@
+"""``deadline_ms`` and ``sql_time_limit`` bound reading and loading too, not only the steps after them.
+
+Time is made to pass by a fake clock (``core.deadline._clock``) that moves one second each time it is read, so the
+tests say exactly which step ran out without depending on how fast this machine is."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from rag_integration.core import deadline
+from rag_integration.core.deadline import Budget, Deadline
+from rag_integration.core.errors import DeadlineExceededError
+from rag_integration.core.options import OptionReader
+from rag_integration.feature_groups.connectors.rerank import LexicalReranker
+from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
+from rag_integration.feature_groups.connectors.structured import AggregateSql, BaseStructuredConnector, TableSpec
+from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
+from rag_integration.testing.runner import run_feature
+from rag_integration.testing.structured import COLUMNS, EMPLOYEES, TABLE
+
+ROWS = [{"n": number, "city": f"city {number % 7}"} for number in range(20_000)]
+LARGE_TABLE = {"table_name": "numbers", "columns": ["n", "city"], "rows": ROWS, "structured_backend": "aggregate"}
+CORPUS = [{"doc_id": f"d{number}", "text": f"document {number} about engine oil"} for number in range(20_000)]
+
+
+@pytest.fixture
+def slow_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every read of the deadline clock is one second later than the one before."""
+    ticks = itertools.count()
+    monkeypatch.setattr(deadline, "_clock", lambda: float(next(ticks)))
+
+
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Questions that reached planning (none may, when loading ran out)."""
+    seen: list[str] = []
+    original = BaseStructuredConnector.ask.__func__  # type: ignore[attr-defined]
+
+    def ask(cls: Any, sandbox: Any, text: str) -> Any:
+        seen.append(text)
+        return original(cls, sandbox, text)
+
+    monkeypatch.setattr(BaseStructuredConnector, "ask", classmethod(ask))
+    return seen
+
+
+@pytest.mark.usefixtures("slow_clock")
+def test_sql_time_limit_bounds_reading_a_large_table(asked: list[str]) -> None:
+    with pytest.raises(
+        DeadlineExceededError, match=r"option 'sql_time_limit' \(3\.0 s\) ran out while reading"
+    ) as caught:
+        run_feature(
+            "structured_rows", {**LARGE_TABLE, "question": "how many numbers", "sql_time_limit": 3.0}, {AggregateSql}
+        )
+    assert "loading the table" in str(caught.value)
+    assert asked == []
+
+
+@pytest.mark.usefixtures("slow_clock")
+def test_deadline_ms_bounds_reading_a_large_table_when_it_is_nearer(asked: list[str]) -> None:
+    request = {**LARGE_TABLE, "question": "how many numbers", "sql_time_limit": 60.0, "deadline_ms": 2_000}
+    with pytest.raises(
+        DeadlineExceededError, match=r"option 'deadline_ms' \(2000 ms\) ran out while reading and loading"
+    ):
+        run_feature("structured_rows", request, {AggregateSql})
+    assert asked == []
+
+
+@pytest.mark.usefixtures("slow_clock")
+def test_loading_rows_into_sqlite_is_bounded() -> None:
+    table = TableSpec.read(OptionReader({"table_name": "numbers", "columns": ["n", "city"], "rows": ROWS}))
+    budget = Budget(3.0, deadline._clock() + 3.0, "sql_time_limit", Deadline())
+    with pytest.raises(DeadlineExceededError, match=r"sql_time_limit.*loading the table"):
+        SqliteSandbox(table, time_limit=3.0, max_rows=10, budget=budget)
+
+
+@pytest.mark.usefixtures("slow_clock")
+def test_a_small_table_within_its_limits_still_answers() -> None:
+    request = {"table_name": TABLE, "columns": COLUMNS, "rows": EMPLOYEES, "structured_backend": "aggregate"}
+    [row] = run_feature(
+        "structured_rows", {**request, "question": "how many employees", "sql_time_limit": 100.0}, {AggregateSql}
+    )
+    assert row["rows"] == [{"count": len(EMPLOYEES)}]
+
+
+@pytest.mark.usefixtures("slow_clock")
+def test_deadline_ms_bounds_reading_a_large_corpus() -> None:
+    request = {"retrieve_backend": "bm25s", "query_text": "engine oil", "corpus": CORPUS, "deadline_ms": 3_000}
+    with pytest.raises(
+        DeadlineExceededError, match=r"deadline_ms.*while reading 'corpus' \(at document \d+ of 20000\)"
+    ):
+        run_feature("retrieved_passages", request, {Bm25sRetriever})
+
+
+@pytest.mark.usefixtures("slow_clock")
+def test_deadline_ms_bounds_reading_many_candidates() -> None:
+    request = {"rerank_backend": "lexical", "query_text": "engine oil", "candidates": CORPUS, "deadline_ms": 3_000}
+    with pytest.raises(DeadlineExceededError, match=r"deadline_ms.*while reading 'candidates'"):
+        run_feature("reranked_passages", request, {LexicalReranker})
+
+
+def test_without_a_deadline_a_large_table_is_read_and_answered() -> None:
+    [row] = run_feature("structured_rows", {**LARGE_TABLE, "question": "how many numbers"}, {AggregateSql})
+    assert row["rows"] == [{"count": len(ROWS)}]
+
+
+@pytest.mark.usefixtures("slow_clock")
+def test_deadline_ms_bounds_a_pipeline_stage_reading_its_rows() -> None:
+    from rag_integration.feature_groups.rag_pipeline import STAGES
+
+    options = {"document_source": "inline", "documents": CORPUS, "embedding_model": "hash", "deadline_ms": 3_000}
+    with pytest.raises(DeadlineExceededError, match=r"deadline_ms.*while reading '(documents|docs)'"):
+        run_feature("docs__embedded", options, set(STAGES))
