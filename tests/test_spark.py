@@ -4,6 +4,9 @@ answer lands on the row of its query, and the index is built once, on the driver
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Sequence
@@ -12,7 +15,7 @@ from typing import Any, ClassVar
 
 import pytest
 from mloda.provider import FeatureGroup, FeatureSet, PropertySpec, property_spec
-from mloda.user import DataAccessCollection, Feature, FeatureName, Options, PluginCollector, mlodaAPI
+from mloda.user import DataAccessCollection, Feature, FeatureName, Index, Options, PluginCollector, mlodaAPI
 from mloda.user.spark import SparkFramework
 
 from rag_integration.core.documents import Document, corpus_fingerprint
@@ -164,3 +167,68 @@ def test_the_session_given_in_data_access_collection_is_used() -> None:
     frame = result[0]
     assert frame.sparkSession is spark
     assert [row["retrieved_passages"][0]["doc_id"] for row in frame.collect()] == ["d00001", "d00002"]
+
+
+def test_keep_index_returns_each_query_next_to_its_answer() -> None:
+    """mloda returns the requested features only; ``keep_index`` keeps the query column in the answer's frame."""
+    queries = [f"w{i} common" for i in range(0, 60, 3)]
+    options = {"retrieve_backend": "bm25s", "queries_source": QUERY_COLUMN, "corpus": corpus_of(60), "top_k": 1}
+    answer = Feature(
+        "retrieved_passages",
+        options=Options(context={**options, "spark_query_list": queries}),
+        index=Index((QUERY_COLUMN,)),
+        keep_index=True,
+    )
+    result = mlodaAPI.run_all(
+        [answer],
+        compute_frameworks=[SparkFramework],
+        plugin_collector=PluginCollector.enabled_feature_groups({Bm25sRetriever, SparkQueries}),
+    )
+    assert len(result) == 1 and set(result[0].columns) == {QUERY_COLUMN, "retrieved_passages"}
+    rows = result[0].collect()
+    assert sorted(row[QUERY_COLUMN] for row in rows) == sorted(queries)
+    for row in rows:
+        assert row["retrieved_passages"][0]["doc_id"] == f"d{int(row[QUERY_COLUMN].split()[0][1:]):05d}"
+
+
+def test_without_keep_index_the_result_holds_the_requested_feature_only() -> None:
+    queries = ["w1 common", "w2 common"]
+    options = {"retrieve_backend": "bm25s", "queries_source": QUERY_COLUMN, "corpus": corpus_of(10), "top_k": 1}
+    answer = Feature("retrieved_passages", options=Options(context={**options, "spark_query_list": queries}))
+    result = mlodaAPI.run_all(
+        [answer],
+        compute_frameworks=[SparkFramework],
+        plugin_collector=PluginCollector.enabled_feature_groups({Bm25sRetriever, SparkQueries}),
+    )
+    assert [frame.columns for frame in result] == [["retrieved_passages"]]
+
+
+CLEAN_RUN = """
+from mloda.user import Feature, Options, PluginCollector, mlodaAPI
+from mloda.user.spark import SparkFramework
+from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
+
+corpus = [{"doc_id": f"d{i}", "text": f"word{i} engine oil"} for i in range(20)]
+options = {"retrieve_backend": "bm25s", "query_text": ["word3 oil", "word5"], "corpus": corpus, "top_k": 2}
+result = mlodaAPI.run_all(
+    [Feature("retrieved_passages", options=Options(context=options))],
+    compute_frameworks=[SparkFramework],
+    plugin_collector=PluginCollector.enabled_feature_groups({Bm25sRetriever}),
+)
+print([row["retrieved_passages"][0]["doc_id"] for row in result[0].collect()])
+"""
+
+
+def test_a_newcomers_spark_run_prints_no_warning_and_no_traceback_at_exit(tmp_path: Path) -> None:
+    """A fresh interpreter, as a user's script runs: the answer, then a clean exit (Java's own log lines aside)."""
+    script = tmp_path / "spark_run.py"
+    script.write_text(CLEAN_RUN, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "['d3', 'd5']"
+    python_noise = [
+        line
+        for line in done.stderr.splitlines()
+        if "Traceback" in line or "Error" in line or re.search(r"\w+Warning: ", line)
+    ]
+    assert python_noise == []

@@ -8,6 +8,9 @@ built into the framework's own column with the declared ``core.schema`` shape, a
 
 from __future__ import annotations
 
+import importlib
+import sys
+import warnings
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -140,6 +143,7 @@ def framework_classes() -> set[Any]:
     """
     from mloda.provider import ComputeFramework
 
+    quiet_pyspark_pandas_warning()
     found: set[Any] = set()
     pending = list(ComputeFramework.__subclasses__())
     while pending:
@@ -148,6 +152,21 @@ def framework_classes() -> set[Any]:
         if framework.__name__ in ADAPTERS and framework.__module__.startswith("mloda"):
             found.add(framework)
     return found
+
+
+PYSPARK_PANDAS_WARNING = "PySpark does not yet fully support pandas >= 3"
+
+
+def quiet_pyspark_pandas_warning() -> None:
+    """pyspark 4 warns once per process, while it starts a session, that its pandas API does not fully support
+    pandas 3. The connectors hand Spark only Arrow batches (``mapInArrow``) and typed frames, never that API, so the
+    module that warns is imported here, before mloda starts the session, with that one warning silenced. Only when
+    pyspark is already loaded: a run without Spark imports nothing."""
+    if "pyspark" not in sys.modules or "pyspark.testing.utils" in sys.modules:
+        return
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=PYSPARK_PANDAS_WARNING, category=FutureWarning)
+        importlib.import_module("pyspark.testing.utils")
 
 
 def adapter_for(framework: str) -> FrameAdapter:

@@ -8,11 +8,12 @@ joined back by position.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rag_integration.core.frames import PyArrowAdapter
+from rag_integration.core.frames import PYSPARK_PANDAS_WARNING, PyArrowAdapter
 from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader
 from rag_integration.core.schema import Shape, arrow_type
@@ -57,4 +58,6 @@ def answer_partitions(data: Any, shipment: Shipment) -> Any:
         for batch in batches:
             yield from received.answer(batch).to_batches()
 
-    return data.mapInArrow(answer, schema)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=PYSPARK_PANDAS_WARNING, category=FutureWarning)
+        return data.mapInArrow(answer, schema)

@@ -162,6 +162,9 @@ def _gated_entry(klass: type[Any], name: str, value: Any) -> bool:
 def spark_test_session() -> Any:
     from pyspark.sql import SparkSession
 
+    from rag_integration.core.frames import quiet_pyspark_pandas_warning
+
+    quiet_pyspark_pandas_warning()
     return (
         SparkSession.builder.master("local[2]")
         .appName("rag-integration-tests")
