@@ -8,6 +8,7 @@ expected, in order.
 from __future__ import annotations
 
 import math
+import re
 from functools import cache
 from typing import Any
 
@@ -625,3 +626,50 @@ def test_question(table: str, backend: str, question: str, expected: Expected) -
     rows = expected_rows(table, expected)
     assert same(result["rows"], rows), (result, rows)
     assert result["sql"].count("?") == len(result["params"])
+
+
+LIKE_LITERALS = re.compile(r"(?:\\.|[^%_\\])+")
+"""The literal runs of a LIKE pattern (``\\`` escapes, ``%`` and ``_`` are wildcards); a plain value is one run."""
+DATE_OR_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$|^\d{4}-\d{2}(?:-\d{2})?")
+
+
+@pytest.mark.parametrize("table", sorted(TABLES))
+def test_every_word_bound_as_a_value_occurs_in_the_table(table: str) -> None:
+    """A text parameter comes from the table's own values (a stored spelling, or a part of one for ``contains``) or
+    from a value the question quotes; an unquoted word that is not a value is refused, never bound (issue 17:
+    "which cities are there")."""
+    stored = [
+        str(value).casefold() for row in TABLES[table]["rows"] for value in row.values() if isinstance(value, str)
+    ]
+    backends = sorted({backend for name, backend, _, _ in QUESTIONS if name == table})
+    for backend in backends:
+        for question, result in answers(table, backend).items():
+            if isinstance(result, Exception):
+                continue
+            for param in result["params"]:
+                if not isinstance(param, str) or param == "\\" or DATE_OR_NUMBER.match(param):
+                    continue  # a number, a date, or the ESCAPE character of a LIKE pattern
+                for word in LIKE_LITERALS.findall(param):
+                    literal = re.sub(r"\\(.)", r"\1", word).casefold()
+                    quoted = "".join(re.findall(r'"([^"]*)"', question)).casefold()
+                    assert literal in quoted or any(literal in value for value in stored), (question, param)
+
+
+@pytest.mark.parametrize("backend", ["rule_based", "aggregate"])
+@pytest.mark.parametrize(
+    ("question", "word"),
+    [("employees whose city is there", "there"), ("employees whose city is Paris", "Paris")],
+)
+def test_a_word_that_is_no_value_of_its_column_is_refused_by_name(backend: str, question: str, word: str) -> None:
+    options = {"structured_backend": backend, **ISSUE_EMPLOYEES, "question": question}
+    with pytest.raises(ConnectorError, match=f"'{word}' is not a value of column 'city'"):
+        run_feature("structured_rows", options, {BACKENDS[backend]})
+
+
+@pytest.mark.parametrize("backend", ["rule_based", "aggregate"])
+@pytest.mark.parametrize("question", ["which cities are there", "what cities exist", "which cities exist"])
+def test_which_x_are_there_lists_distinct_values(backend: str, question: str) -> None:
+    options = {"structured_backend": backend, **ISSUE_EMPLOYEES, "question": question}
+    (result,) = run_feature("structured_rows", options, {BACKENDS[backend]})
+    assert result["rows"] == [{"city": "Berlin"}, {"city": "Hamburg"}, {"city": "Munich"}]
+    assert result["params"] == []

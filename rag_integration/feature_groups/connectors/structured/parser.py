@@ -730,9 +730,15 @@ class Parser:
             return self._text_condition(
                 column, self._parse_value_list(column, holders.get(column.name, (text,))), False
             )
+        quoted = (token := self._peek()) is not None and token.kind == "quoted"
         text = self._parse_free_text()
         if not text:
             self._fail(f"expected a value after '{column.name} is'")
+        if not quoted:
+            self._fail(
+                f"{text!r} is not a value of column '{column.name}'; only the table's own values are matched "
+                f"(quote a value to match it exactly, e.g. '{column.name} is \"{text}\"')"
+            )
         return self._text_condition(column, self._parse_value_list(column, (text,)), False)
 
     def _parse_free_text(self) -> str:
@@ -947,6 +953,10 @@ class Parser:
         lead = self._match(*self.LIST_WORDS) or self._match(*self.EXISTENTIAL)
         self._skip_words({"the", "all", "me", "any", "every"})
         distinct = self._match(*self.DISTINCT_WORDS) is not None
+        listed = self._existential_listing() if lead is not None else None
+        if listed is not None:
+            output = Output(listed.name, listed.name)
+            return QueryPlan((output,), (), order_by=(OrderKey(output),), distinct=True)
         where: Where = ()
         owner = self._parse_possessive()
         top = self._parse_top()
@@ -989,6 +999,16 @@ class Parser:
         if order is not None:
             return QueryPlan(outputs, where, order_by=self._order(shown, *order))
         return rows
+
+    def _existential_listing(self) -> ColumnSpec | None:
+        """"which cities are there", "what cities exist": a column and filler ending the question ask for the
+        column's distinct values; the filler is never a value to filter on."""
+        start = self.index
+        found = self._parse_column()
+        if found is not None and self._match(*self.FILLER) and self.index == len(self.tokens):
+            return found[0]
+        self._retreat(start)
+        return None
 
     def _parse_extreme(self) -> tuple[ColumnSpec, bool] | None:
         start = self.index
