@@ -1001,7 +1001,7 @@ class Parser:
         return rows
 
     def _existential_listing(self) -> ColumnSpec | None:
-        """"which cities are there", "what cities exist": a column and filler ending the question ask for the
+        """A column and filler ending the question ("which cities are there", "what cities exist") ask for the
         column's distinct values; the filler is never a value to filter on."""
         start = self.index
         found = self._parse_column()
