@@ -426,8 +426,19 @@ class Parser:
         return column
 
     def _comparison_ahead(self, column: ColumnSpec) -> bool:
-        """True when the next words compare ``column`` ("over", "is", "starts with"), without consuming them."""
-        return self._ahead(*(self.DATE_COMPARISONS if column.type == "date" else self.COMPARISONS))
+        """True when the next words compare ``column`` ("over", "is", "starts with", "of at least"), without
+        consuming them."""
+        start = self.index
+        self._skip_of_before_comparison()
+        found = self._ahead(*(self.DATE_COMPARISONS if column.type == "date" else self.COMPARISONS))
+        self._retreat(start)
+        return found
+
+    def _skip_of_before_comparison(self) -> None:
+        """ "a rating of at least 3", "a price of under 10": the "of" joining a noun to its comparison."""
+        start = self.index
+        if self._match("of") and not self._ahead("between", *self.COMPARATIVE_PHRASES):
+            self._retreat(start)
 
     def _column_comparison_ahead(self) -> bool:
         start = self.index
@@ -603,7 +614,11 @@ class Parser:
         if self._match(*self.ABSENCE):
             absent = self._require_column("without", filler=("a", "an", "any"))
             return Condition(absent.name, "is not null" if negated else "is null")
-        if not self._column_comparison_ahead() and self._match(*self.VALUE_PREPOSITIONS):
+        if (
+            not self._column_comparison_ahead()
+            and not self._comparison_word_ahead()
+            and self._match(*self.VALUE_PREPOSITIONS)
+        ):
             return self._parse_value_filter(negated)
         condition = self._parse_hinted_condition(negated)
         if condition is not None:
@@ -617,10 +632,27 @@ class Parser:
             self._fail(f"expected a comparison after column '{column.name}' (is, over, at least, between, ...)")
         if self._comparison_word_ahead():
             return self._parse_unnamed_comparison(negated)
+        bare = self._parse_bare_value(negated)
+        if bare is not None:
+            return bare
         if negated:
             self._fail("expected a filter after 'not'")
         self._retreat(start)
         return None
+
+    def _parse_bare_value(self, negated: bool) -> Condition | None:
+        """A value standing alone as a filter ("average price of stationery", "Data events"): bound only when one
+        text column stores it; a table word after it ("lighting products") is the noun it qualifies."""
+        start = self.index
+        found = self._parse_stored_value(None)
+        if found is None or len(found[1]) != 1:
+            self._retreat(start)
+            return None
+        name, variants = next(iter(found[1].items()))
+        column = self.table.column(name)
+        assert column is not None
+        self._skip_table_words()
+        return self._text_condition(column, variants, negated)
 
     def _comparison_word_ahead(self) -> bool:
         return self._ahead(*self.COMPARATIVE_PHRASES, "between")
@@ -648,8 +680,26 @@ class Parser:
             return self._parse_comparison(column, negated)
         return self._parse_comparison(column, negated, implied_equal=True)
 
+    def _parse_counted_comparison(self, negated: bool) -> Condition | None:
+        """ "at least 100 attendees", "more than 3 rooms": the number column named after its number."""
+        start = self.index
+        phrase = self._match(*self.COMPARATIVE_PHRASES)
+        token = self._peek()
+        if phrase is not None and token is not None and token.kind == "number":
+            number = self._parse_number(phrase)
+            column = self._column()
+            if column is not None and column.numeric:
+                operator = next(op for op, phrases in self.COMPARATIVES.items() if phrase in phrases)
+                condition = Condition(column.name, operator, (number,))
+                return self._negated(condition) if negated else condition
+        self._retreat(start)
+        return None
+
     def _parse_unnamed_comparison(self, negated: bool) -> Condition:
         """ "over 50k", "before 2020": the table's only number column, or its only date column for a date."""
+        counted = self._parse_counted_comparison(negated)
+        if counted is not None:
+            return counted
         start = self.index
         self._match(*self.COMPARATIVE_PHRASES, "between")
         token = self._peek()
@@ -669,6 +719,7 @@ class Parser:
         Negations ("is not", "not", "does not") are counted in a loop, so no run of them can exhaust the stack.
         """
         said_is = implied_equal
+        self._skip_of_before_comparison()
         while (word := self._match(*self.NEGATIONS, *self.EQUAL)) is not None:
             said_is = True
             negated = negated != (word in self.NEGATIONS)
