@@ -114,3 +114,24 @@ def test_deadline_ms_bounds_a_pipeline_stage_reading_its_rows() -> None:
     options = {"document_source": "inline", "documents": CORPUS, "embedding_model": "hash", "deadline_ms": 3_000}
     with pytest.raises(DeadlineExceededError, match=r"deadline_ms.*while reading '(documents|docs)'"):
         run_feature("docs__embedded", options, set(STAGES))
+
+
+def test_table_rows_keep_mlodas_planning_cheap_and_answer_like_a_list() -> None:
+    """A large ``rows`` list is frozen once the backend matches (mloda then copies it in constant time); passed as
+    ``TableRows`` by the caller, even the copies before matching are constant."""
+    import copy
+    import pickle
+
+    from rag_integration.feature_groups.connectors.structured import TableRows
+
+    frozen = TableRows(ROWS)
+    assert copy.deepcopy(frozen) is frozen and copy.copy(frozen) is frozen
+    assert repr(frozen).startswith("TableRows(20000 rows, sha256 ")
+    assert pickle.loads(pickle.dumps(frozen)) == frozen
+    changed = TableRows([*ROWS[:-1], {"n": -1, "city": "elsewhere"}])
+    assert changed != frozen and repr(changed) != repr(frozen)
+    assert isinstance(TableRows.of([{"n": lambda: 1}]), list)  # does not pickle: left a list
+    request = {**LARGE_TABLE, "question": "how many numbers with city is city 3"}
+    as_list = run_feature("structured_rows", request, {AggregateSql})
+    assert run_feature("structured_rows", {**request, "rows": frozen}, {AggregateSql}) == as_list
+    assert as_list[0]["rows"] == [{"count": sum(1 for row in ROWS if row["city"] == "city 3")}]

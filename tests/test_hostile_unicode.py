@@ -12,6 +12,7 @@ from rag_integration.core.embedders import HashEmbedder, get_embedder
 from rag_integration.core.errors import ConnectorError, InvalidOptionError
 from rag_integration.core.unicode_text import InvalidTextError, require_valid_text, surrogate_position
 from rag_integration.feature_groups.connectors.generate import ExtractiveResponder, TemplateResponder
+from rag_integration.feature_groups.connectors.graph_rag import TriplesKnowledgeGraph
 from rag_integration.feature_groups.connectors.rerank import LexicalReranker
 from rag_integration.feature_groups.connectors.retrieve import (
     Bm25sRetriever,
@@ -118,3 +119,20 @@ def test_rerank_refuses_a_bad_query_or_candidate() -> None:
 def test_structured_refuses_a_bad_question_with_the_same_error() -> None:
     request = {"table_name": TABLE, "columns": COLUMNS, "rows": EMPLOYEES, "structured_backend": "aggregate"}
     refused(lambda: run_feature("structured_rows", {**request, "question": BAD}, {AggregateSql}), "question")
+
+
+def test_structured_refuses_a_bad_table_value_with_the_same_error() -> None:
+    rows = [{**EMPLOYEES[0], "city": "Berlin\udc80"}]
+    request = {"table_name": TABLE, "columns": COLUMNS, "rows": rows, "structured_backend": "aggregate"}
+    refused(
+        lambda: run_feature("structured_rows", {**request, "question": "how many employees"}, {AggregateSql}),
+        "rows[0].city",
+    )
+
+
+def test_the_knowledge_graph_refuses_a_bad_triple() -> None:
+    triples = [["Marie Curie", "discovered", "polonium"], ["Marie Curie", "won", "Nobel\udc80"]]
+    refused(
+        lambda: run_feature("knowledge_graph", {"kg_backend": "triples", "triples": triples}, {TriplesKnowledgeGraph}),
+        "triples[1][2]",
+    )

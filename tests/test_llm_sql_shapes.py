@@ -24,6 +24,8 @@ SHAPES = {
     "plain sql with a semicolon": BERLIN_SQL + ";\n",
     "sql fence": f"```sql\n{BERLIN_SQL}\n```",
     "unlabelled fence": f"```\n{BERLIN_SQL};\n```",
+    "one-line fence": f"```{BERLIN_SQL}```",
+    "indented label": f"The SQL:\n``` sql\r\n{BERLIN_SQL}\r\n```",
     "prose then a fence": f"Here is the query you asked for:\n\n```sql\n{BERLIN_SQL}\n```",
     "prose around a fence": f"Sure.\n```SQL\n{BERLIN_SQL}\n```\nIt counts the rows whose city is Berlin.",
     "prose then a json fence": "The answer:\n```json\n"

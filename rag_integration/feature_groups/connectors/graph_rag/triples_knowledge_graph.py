@@ -6,10 +6,12 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from rag_integration.core.deadline import check_deadline
+from rag_integration.core.documents import READ_CHECK_EVERY
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.options import OptionReader
 from rag_integration.core.schema import FLOAT, STRING, Shape
+from rag_integration.core.unicode_text import require_valid_text
 
 TRIPLE_SHAPE = "a [subject, predicate, object] triple of non-empty strings"
 
@@ -53,6 +55,10 @@ def read_triples(raw: Any) -> list[tuple[str, str, str]]:
             raise InvalidOptionError(f"triples[{index}]", item, TRIPLE_SHAPE)
         if not all(isinstance(part, str) and part.strip() for part in item):
             raise InvalidOptionError(f"triples[{index}]", item, TRIPLE_SHAPE)
+        for part_index, part in enumerate(item):
+            require_valid_text(part, f"triples[{index}][{part_index}]")
+        if not index % READ_CHECK_EVERY:
+            check_deadline(f"while reading 'triples' (at triple {index} of {len(raw)})")
         subject, predicate, obj = (part.strip() for part in item)
         triples.append((subject, predicate, obj))
     return triples

@@ -7,7 +7,7 @@ from rag_integration.feature_groups.connectors.structured.llm_sql import LlmSql
 from rag_integration.feature_groups.connectors.structured.parser import Parser, Question
 from rag_integration.feature_groups.connectors.structured.plan import Condition, OrderKey, Output, QueryPlan, Staged
 from rag_integration.feature_groups.connectors.structured.rule_based_sql import RuleBasedSql
-from rag_integration.feature_groups.connectors.structured.table import TableSpec
+from rag_integration.feature_groups.connectors.structured.table import TableRows, TableSpec
 
 __all__ = [
     "AggregateSql",
@@ -22,6 +22,7 @@ __all__ = [
     "Question",
     "RuleBasedSql",
     "Staged",
+    "TableRows",
     "TableSpec",
     "guard_sql",
 ]

@@ -23,7 +23,7 @@ from rag_integration.core.unicode_text import require_valid_text
 from rag_integration.feature_groups.connectors.structured.lexicon import Lexicon
 from rag_integration.feature_groups.connectors.structured.parser import NotUnderstood, Parser, Question
 from rag_integration.feature_groups.connectors.structured.plan import QueryPlan, Staged
-from rag_integration.feature_groups.connectors.structured.table import TableSpec
+from rag_integration.feature_groups.connectors.structured.table import TableRows, TableSpec
 
 if TYPE_CHECKING:
     from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
@@ -61,6 +61,16 @@ class BaseStructuredConnector(SelectorFeatureGroup):
         super().__init_subclass__(**kwargs)
         if cls.CONSTRUCTS and cls.BACKEND is not None:
             BaseStructuredConnector._PARSING.append(cls)
+
+    @classmethod
+    def match_feature_group_criteria(cls, feature_name: Any, options: Any, data_access_collection: Any = None) -> bool:
+        """As every backend matches, and then a ``rows`` list is frozen (``TableRows``) once this backend is chosen,
+        so mloda's planning does not copy and write out a large table row by row (only ``context`` is touched, as
+        for a corpus)."""
+        matched = super().match_feature_group_criteria(feature_name, options, data_access_collection)
+        if matched and isinstance(options.context.get("rows"), list):
+            options.context["rows"] = TableRows.of(options.context["rows"])
+        return matched
 
     @classmethod
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.unicode_text import require_valid_text
 
 COLUMN_TYPES = ("date", "integer", "real", "text")
 SQLITE_TYPES = {"date": "TEXT", "integer": "INTEGER", "real": "REAL", "text": "TEXT"}
@@ -52,8 +53,8 @@ class ColumnSpec:
             return value
         if self.type == "real" and kind in ("integer", "real") and math.isfinite(value):
             return float(value)
-        if self.type == "text" and kind == "text" and is_utf8(value):
-            return value
+        if self.type == "text" and kind == "text":
+            return require_valid_text(value, option)  # the one rule for text that is not valid Unicode
         if self.type == "date" and (kind == "date" or (kind == "text" and is_iso_date(value))):
             return value
         raise InvalidOptionError(

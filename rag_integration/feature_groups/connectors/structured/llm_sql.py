@@ -29,8 +29,9 @@ if TYPE_CHECKING:
 
 SAMPLE_VALUES = 3
 SAMPLE_CHARACTERS = 40
-_FENCED_BLOCK = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*(?:\r?\n)?(.*?)```", re.DOTALL)
-"""A Markdown code fence: its label (``sql``, ``json``, none, ...) and its body."""
+_FENCED_BLOCK = re.compile(r"```(?:[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n)?(.*?)```", re.DOTALL)
+"""A Markdown code fence: its label (``sql``, ``json``, none, ...) when a line break follows it, and its body (a
+one-line fence such as ```` ```SELECT 1``` ```` has no label)."""
 FENCE_LABELS = frozenset({"", "sql", "sqlite", "json"})
 """Fence labels whose block is read; a block labelled as anything else (``python``) is not SQL."""
 SYSTEM_PROMPT = (

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import datetime
+import hashlib
 import itertools
-from collections.abc import Mapping, Sequence
+import pickle
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from rag_integration.core.deadline import Budget
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
@@ -91,8 +93,68 @@ def check_budget(budget: Budget | None, position: int = 0) -> None:
         budget.check(LOADING, LOADING_EXPECTED)
 
 
+class TableRows(Sequence[Any]):
+    """A request's ``rows`` list, frozen so mloda's planning stays cheap for a large table.
+
+    mloda copies and writes out a request's options several times while planning it; for a list of a million row
+    dicts that took longer than answering. ``TableRows`` copies to itself and writes out as one line carrying a
+    content fingerprint (so two requests with different rows are never taken for one). It does not validate:
+    ``TableSpec.read`` does, under the request's time limits, exactly as for a list.
+    """
+
+    __slots__ = ("_fingerprint", "_rows")
+
+    def __init__(self, rows: Sequence[Any]) -> None:
+        self._rows = tuple(rows)
+        self._fingerprint = hashlib.sha256(pickle.dumps(self._rows, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
+
+    @classmethod
+    def of(cls, rows: Any) -> Any:
+        """``rows`` as ``TableRows`` when it is a non-empty list that pickles; anything else unchanged (and refused,
+        typed, when the request is answered)."""
+        if not isinstance(rows, list) or not rows:
+            return rows
+        try:
+            return cls(rows)
+        except Exception:  # a value that does not pickle: keep the list, mloda copies it as before
+            return rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Any]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        return self._rows[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._rows)
+
+    def __repr__(self) -> str:
+        return f"TableRows({len(self._rows)} rows, sha256 {self._fingerprint})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TableRows) and other._fingerprint == self._fingerprint and other._rows == self._rows
+
+    def __hash__(self) -> int:
+        return hash(self._fingerprint)
+
+    def __copy__(self) -> TableRows:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> TableRows:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (TableRows, (list(self._rows),))
+
+
 def _read_rows(value: Any, names: list[str], budget: Budget | None = None) -> list[dict[str, Any]]:
-    if not isinstance(value, (list, tuple)):
+    if not isinstance(value, (list, tuple, TableRows)):
         raise InvalidOptionError("rows", value, "a list of dicts (one per row)")
     rows: list[dict[str, Any]] = []
     for position, row in enumerate(value):
