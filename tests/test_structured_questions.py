@@ -558,6 +558,104 @@ QUESTIONS: list[tuple[str, str, str, Expected]] = [
     ("events", "aggregate", "how many different organizers", [{"count": 4}]),
 ]
 
+# issue 17: comparisons on a column named by a noun or its number, values standing alone as filters,
+# aggregates over a filtered group and superlatives within one, "which X are there"
+QUESTIONS += [
+    ("products", "rule_based", "products with a rating of at least 4.5", ["Floor Lamp", "Standing Desk"]),
+    ("products", "rule_based", "products with a price of at most 12", ["Notebook", "Gel Pen", "Desk Organizer"]),
+    ("products", "rule_based", "products with a price of under 10", ["Notebook", "Gel Pen"]),
+    ("products", "rule_based", "products with a stock of more than 100", ["Desk Lamp", "Notebook", "Gel Pen"]),
+    ("products", "rule_based", "furniture products", ["Office Chair", "Standing Desk", "Bookshelf"]),
+    ("products", "rule_based", "list lighting products", ["Desk Lamp", "Floor Lamp"]),
+    ("products", "rule_based", "stationery with a price of at most 5", ["Notebook", "Gel Pen"]),
+    ("products", "rule_based", "furniture with a rating of at least 4.5", ["Standing Desk"]),
+    ("products", "aggregate", "how many furniture products are there", [{"count": 3}]),
+    ("products", "aggregate", "how many stationery products are there", [{"count": 3}]),
+    ("products", "aggregate", "the total stock of lighting products", [{"sum_stock": 135}]),
+    ("products", "aggregate", "the total stock of furniture", [{"sum_stock": 48}]),
+    ("products", "aggregate", "the average stock of furniture products", [{"avg_stock": 16.0}]),
+    ("products", "aggregate", "the maximum price of furniture", [{"max_price": 399.0}]),
+    ("products", "aggregate", "the minimum stock of stationery", [{"min_stock": 60}]),
+    ("products", "aggregate", "the cheapest furniture", ["Bookshelf"]),
+    ("products", "aggregate", "the most expensive lighting product", ["Floor Lamp"]),
+    ("products", "aggregate", "the newest furniture", ["Standing Desk"]),
+    ("products", "aggregate", "the oldest lighting product", ["Desk Lamp"]),
+    (
+        "products",
+        "rule_based",
+        "which categories are there",
+        [{"category": "Furniture"}, {"category": "Lighting"}, {"category": "Stationery"}],
+    ),
+    (
+        "products",
+        "aggregate",
+        "what categories exist",
+        [{"category": "Furniture"}, {"category": "Lighting"}, {"category": "Stationery"}],
+    ),
+    ("products", "rule_based", "products costing at least 100", ["Office Chair", "Standing Desk"]),
+    ("products", "rule_based", "lighting products costing under 50", ["Desk Lamp"]),
+    ("products", "rule_based", "products released after 2021 with a rating of at least 4", ["Standing Desk"]),
+    ("products", "rule_based", "furniture released before 2021", ["Office Chair"]),
+    ("products", "aggregate", "how many products have a rating of at least 4.4", [{"count": 3}]),
+    ("products", "aggregate", "the total stock of products with a price of under 20", [{"sum_stock": 1560}]),
+    ("products", "aggregate", "how many products with a stock of at most 15 are there", [{"count": 3}]),
+    ("events", "rule_based", "events with at least 100 attendees", ["Kickoff", "Data Summit", "Winter Party"]),
+    ("events", "rule_based", "events with more than 100 attendees", ["Kickoff", "Data Summit", "Winter Party"]),
+    ("events", "rule_based", "events with fewer than 40 attendees", ["Spring Meetup", "Planning Day"]),
+    (
+        "events",
+        "rule_based",
+        "events with a fee of at most 10",
+        ["Kickoff", "Spring Meetup", "Hackathon", "Planning Day"],
+    ),
+    ("events", "rule_based", "events with a fee of over 20", ["Data Summit", "Design Day", "Data Workshop"]),
+    ("events", "rule_based", "Data events", ["Data Summit", "Data Workshop"]),
+    ("events", "rule_based", "Ops events in Berlin", ["Kickoff", "Winter Party"]),
+    ("events", "aggregate", "the total fee of Data events", [{"sum_fee": 148.0}]),
+    ("events", "aggregate", "total attendees of events in Berlin", [{"sum_attendees": 425}]),
+    ("events", "aggregate", "the average attendees of events in Munich", [{"avg_attendees": 245.0}]),
+    ("events", "aggregate", "how many events in Berlin are there", [{"count": 4}]),
+    ("events", "aggregate", "how many Ops events are there", [{"count": 2}]),
+    (
+        "events",
+        "rule_based",
+        "which venues are there",
+        [{"venue": v} for v in ["Cafe Nord", "Expo Center", "Hall A", "Hall B", "Studio 5"]],
+    ),
+    (
+        "events",
+        "aggregate",
+        "which cities are there",
+        [{"city": c} for c in ["Berlin", "Cologne", "Hamburg", "Munich"]],
+    ),
+    ("events", "aggregate", "the latest event in Munich", ["Data Workshop"]),
+    ("events", "aggregate", "the earliest event in Munich", ["Data Summit"]),
+    ("events", "aggregate", "the most recent event in Berlin", ["Planning Day"]),
+    ("events", "rule_based", "events in Berlin with at least 100 attendees", ["Kickoff", "Winter Party"]),
+    ("events", "rule_based", "events in 2024", ["Data Workshop", "Planning Day"]),
+    ("events", "rule_based", "events in Munich with a fee of at least 50", ["Data Summit"]),
+    ("events", "aggregate", "the total attendees of Ops events", [{"sum_attendees": 320}]),
+    ("events", "aggregate", "the maximum fee of events in Berlin", [{"max_fee": 15.0}]),
+    ("events", "rule_based", "events at Hall A", ["Kickoff", "Hackathon"]),
+    ("events", "rule_based", "events at Hall B with fewer than 100 attendees", ["Planning Day"]),
+    ("events", "rule_based", "Engineering events", ["Hackathon"]),
+    ("events", "rule_based", "events with a fee of under 1", ["Kickoff", "Spring Meetup", "Planning Day"]),
+    ("events", "aggregate", "the total fee of events at Expo Center", [{"sum_fee": 148.0}]),
+    ("events", "aggregate", "the average fee of Ops events", [{"avg_fee": 7.5}]),
+    ("events", "rule_based", "events with at least 50 attendees in Berlin", ["Kickoff", "Hackathon", "Winter Party"]),
+    ("events", "rule_based", "Design events", ["Design Day"]),
+    ("events", "aggregate", "the most recent Data event", ["Data Workshop"]),
+    ("events", "aggregate", "how many events have at least 100 attendees", [{"count": 3}]),
+    ("events", "aggregate", "the total attendees of events with a fee of at most 10", [{"sum_attendees": 260}]),
+    ("events", "rule_based", "Data events in Munich with fewer than 100 attendees", ["Data Workshop"]),
+    ("people", "aggregate", "who was hired most recently", ["Eva"]),
+    ("people", "aggregate", "who joined first", ["Frank"]),
+    ("products", "aggregate", "which product was released most recently", ["Gel Pen"]),
+    ("events", "aggregate", "the first event", ["Kickoff"]),
+    ("events", "aggregate", "the last event in Berlin", ["Planning Day"]),
+    ("employees", "aggregate", "who joined most recently", ["Anna"]),
+]
+
 
 def expected_rows(table: str, expected: Expected) -> list[dict[str, Any]]:
     """Key values stand for the whole source rows (every column, None where a row leaves one out)."""
@@ -613,7 +711,7 @@ def answers(table: str, backend: str) -> dict[str, Any]:
 
 
 def test_enough_pairs_over_three_tables() -> None:
-    assert len(QUESTIONS) >= 150
+    assert len(QUESTIONS) >= 210
     assert {table for table, *_ in QUESTIONS} == set(TABLES)
     assert len({(table, backend, question) for table, backend, question, _ in QUESTIONS}) == len(QUESTIONS)
 

@@ -219,6 +219,10 @@ class Parser:
     """Words that start another filter without 'and': "in Berlin with salary over 50k"."""
     HIGH: ClassVar[tuple[str, ...]] = ("highest", "largest", "biggest", "greatest", "maximum", "max", "most", "latest")
     LOW: ClassVar[tuple[str, ...]] = ("lowest", "smallest", "least", "minimum", "min", "earliest", "fewest")
+    RECENCY: ClassVar[Mapping[str, bool]] = {
+        "most recently": True, "last": True, "latest": True, "first": False, "earliest": False,
+    }  # fmt: skip
+    """After a date column or its verb: whether the latest date is wanted."""
     MOST: ClassVar[Mapping[str, bool]] = {"the most": True, "most": True, "the least": False, "least": False}
     SUPERLATIVES: ClassVar[Mapping[str, tuple[tuple[tuple[str, ...], bool, str | None], ...]]] = {
         "oldest": ((("age",), True, "number"), (BIRTH, False, "date"), (WHEN, False, "date")),
@@ -226,7 +230,10 @@ class Parser:
         "newest": ((WHEN, True, "date"),),
         "latest": ((WHEN, True, "date"),),
         "most recent": ((WHEN, True, "date"),),
+        "most recently": ((WHEN, True, "date"),),
+        "last": ((WHEN, True, "date"),),
         "earliest": ((WHEN, False, "date"),),
+        "first": ((WHEN, False, "date"),),
         "cheapest": ((PRICE, False, "number"),),
         "least expensive": ((PRICE, False, "number"),),
         "most expensive": ((PRICE, True, "number"),),
@@ -590,7 +597,10 @@ class Parser:
             current.append(condition)
             before = self.index
             joiner = self._match(*self.JOINERS)
-            if joiner is None and not self._ahead(*self.IMPLICIT_AND, *self.VERBS, *self.COMPARATIVE_ADJECTIVES):
+            if joiner is None and not (
+                self._ahead(*self.IMPLICIT_AND, *self.VERBS, *self.COMPARATIVE_ADJECTIVES)
+                or self._column_comparison_ahead()
+            ):
                 break
         else:
             self._retreat(before)
@@ -624,6 +634,9 @@ class Parser:
         if condition is not None:
             return condition
         column = self._column()
+        if column is not None and column.type == "date" and self._ahead(*self.RECENCY):
+            self._retreat(start)
+            return None
         if column is not None:
             if self._comparison_ahead(column):
                 return self._parse_comparison(column, negated)
@@ -901,6 +914,9 @@ class Parser:
                     return column, descending
             self._fail(f"{adjective!r} names no column of this table; name it, e.g. 'the highest <column>'")
         self._retreat(start)
+        recent = self._parse_recency()
+        if recent is not None:
+            return recent
         verb = self._match(*self.VERBS)
         most = self._match(*self.MOST, "the highest", "the lowest") if verb else None
         if verb is None or most is None:
@@ -908,6 +924,22 @@ class Parser:
             return None
         hints, kind = self.VERBS[verb]
         return self._hinted_column(verb, hints, kind), most in ("the most", "most", "the highest")
+
+    def _parse_recency(self) -> tuple[ColumnSpec, bool] | None:
+        """ "joined most recently", "hired first", "released last": a date column, by its name or its verb, and a
+        direction."""
+        start = self.index
+        verb = self._match(*self.VERBS)
+        if verb is not None:
+            hints, kind = self.VERBS[verb]
+            column = self.lexicon.column_hint(hints, kind)
+        else:
+            column = self._column()
+        when = self._match(*self.RECENCY) if column is not None and column.type == "date" else None
+        if column is None or when is None:
+            self._retreat(start)
+            return None
+        return column, self.RECENCY[when]
 
     def _parse_tail(self, *, group: bool) -> tuple[Where, ColumnSpec | None]:
         """Filters and a group in either order, with filler between ("... are there in Berlin per city")."""
