@@ -110,8 +110,26 @@ ISSUE_EMPLOYEES: dict[str, Any] = {
     ],
 }
 """The shape of table issue 11 was tried on; its questions follow, answered by ``aggregate``."""
-TABLES = {"people": PEOPLE, "products": PRODUCTS, "events": EVENTS, "employees": ISSUE_EMPLOYEES}
-KEYS = {"people": "name", "products": "name", "events": "title", "employees": "name"}
+STAFF: dict[str, Any] = {
+    "table_name": "staff",
+    "columns": [
+        "name", "role", "department", "city", {"name": "salary", "type": "integer"},
+        {"name": "rating", "type": "integer"}, {"name": "hired", "type": "date"},
+    ],
+    "rows": [
+        {"name": "Ada", "role": "Engineer", "department": "Engineering", "city": "Munich", "salary": 70000,
+         "rating": 4, "hired": "2020-01-01"},
+        {"name": "Ben", "role": "Engineer", "department": "Engineering", "city": "Berlin", "salary": 65000,
+         "rating": 2, "hired": "2021-05-01"},
+        {"name": "Cem", "role": "Designer", "department": "Design", "city": "Munich", "salary": 48000, "rating": 3,
+         "hired": "2022-03-01"},
+        {"name": "Dee", "role": "Manager", "department": "Sales", "city": "Munich", "salary": 90000, "rating": 5,
+         "hired": "2019-07-01"},
+    ],
+}  # fmt: skip
+"""Roles and departments as values: role nouns, "the <value> department", people words for the rows (issue 17)."""
+TABLES = {"people": PEOPLE, "products": PRODUCTS, "events": EVENTS, "employees": ISSUE_EMPLOYEES, "staff": STAFF}
+KEYS = {"people": "name", "products": "name", "events": "title", "employees": "name", "staff": "name"}
 ALL_PEOPLE = ["Alice", "Bob", "Carla", "Dan", "Eva", "Frank", "Gina", "Hugo"]
 
 Expected = list[str] | list[dict[str, Any]]
@@ -654,6 +672,18 @@ QUESTIONS += [
     ("events", "aggregate", "the first event", ["Kickoff"]),
     ("events", "aggregate", "the last event in Berlin", ["Planning Day"]),
     ("employees", "aggregate", "who joined most recently", ["Anna"]),
+    ("staff", "rule_based", "engineers in Munich", ["Ada"]),
+    ("staff", "aggregate", "the total salary of the engineering department", [{"sum_salary": 135000}]),
+    ("staff", "rule_based", "staff with a rating of at least 3", ["Ada", "Cem", "Dee"]),
+    ("staff", "rule_based", "people earning under 50000", ["Cem"]),
+    ("staff", "aggregate", "who joined most recently", ["Cem"]),
+    ("staff", "rule_based", "designers", ["Cem"]),
+    ("staff", "rule_based", "managers in Munich", ["Dee"]),
+    ("staff", "rule_based", "engineers earning over 66000", ["Ada"]),
+    ("staff", "aggregate", "the average salary of engineers", [{"avg_salary": 67500.0}]),
+    ("staff", "aggregate", "how many engineers are there", [{"count": 2}]),
+    ("staff", "rule_based", "employees in the design department", ["Cem"]),
+    ("staff", "aggregate", "which roles are there", [{"role": "Designer"}, {"role": "Engineer"}, {"role": "Manager"}]),
 ]
 
 

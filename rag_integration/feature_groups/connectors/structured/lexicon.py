@@ -25,6 +25,12 @@ TABLE_NOISE = frozenset(
     ["rows", "row", "records", "record", "entries", "entry", "items", "item", "everyone", "everything", "anyone"]
 )
 
+PERSON_WORDS = frozenset(
+    ["people", "person", "persons", "employee", "employees", "staff", "worker", "workers", "member", "members",
+     "colleague", "colleagues"]
+)  # fmt: skip
+"""A table named by any of these holds people: every one of them names its rows ("staff earning over 50k")."""
+
 
 PLANNING = "while planning the question"
 """The step a planning ``Budget`` names when it runs out."""
@@ -75,6 +81,8 @@ class Lexicon:
         name = table.name.lower()
         words = {name, *name.split("_")} - {""}
         table_words = {form for word in words for form in (word, plural(word), singular(word))}
+        if table_words & PERSON_WORDS:
+            table_words |= PERSON_WORDS
         lexicon = cls(table, frozenset(table_words | TABLE_NOISE))
         for column in table.columns:
             lexicon._spell(column)
@@ -111,9 +119,13 @@ class Lexicon:
                     values[key] = [found, (name, stored)]
 
     def holders(self, text: str) -> dict[str, tuple[str, ...]]:
-        """Column name -> the stored spellings of ``text`` (case-insensitively), for each text column holding it."""
+        """Column name -> the stored spellings of ``text`` (case-insensitively), for each text column holding it; a
+        plural last word finds its singular when nothing stores the plural ("engineers" finds "Engineer")."""
         key = value_key(text)
         found = self.values.get(key)
+        if found is None and (words := key.split()):
+            key = " ".join((*words[:-1], singular(words[-1])))
+            found = self.values.get(key)
         if found is None:
             return {}
         if not isinstance(found, list):

@@ -664,6 +664,9 @@ class Parser:
         name, variants = next(iter(found[1].items()))
         column = self.table.column(name)
         assert column is not None
+        after = self.index
+        if self._column() != column:  # "the engineering department": the value's own column may follow it
+            self._retreat(after)
         self._skip_table_words()
         return self._text_condition(column, variants, negated)
 
@@ -831,7 +834,12 @@ class Parser:
             self._retreat(start)
             condition = self._ordered_condition(column, "=", "in")
             return self._negated(condition) if negated else condition
+        before_article = self.index
+        self._match("the")
         found = self._parse_stored_value(None)
+        if found is None:
+            self._retreat(before_article)
+            found = self._parse_stored_value(None)
         if found is None:
             shown = " ".join(token.text for token in self._value_tokens(MAX_VALUE_WORDS)) or "(nothing)"
             self._fail(f"no text column holds the value {shown!r}; name the column, e.g. '<column> is {shown}'")
