@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -14,7 +15,7 @@ from rag_integration.core.documents import Document
 from rag_integration.core.extras import require_module
 from rag_integration.core.index_store import load_npy, load_sparse_parts, save_npy, term_ids
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import AllowedMask, Hits
+from rag_integration.core.passages import AllowedMask, Hits, best_positive_hits
 from rag_integration.core.vector_index import read_search_threads
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
@@ -101,28 +102,26 @@ class Bm25sRetriever(BaseRetrieveConnector):
     def search(
         cls, index: Bm25sIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: Bm25sSettings
     ) -> list[Hits]:
+        """bm25s scores each query (``get_scores_from_ids``); the top hits are picked among its positive scores,
+        which ranks exactly as bm25s's ``retrieve`` does at a fraction of its selection cost."""
+        retriever = index.retriever
+        known = retriever.unique_token_ids_set
         query_ids = index.tokenizer.tokenize(
             queries, update_vocab=False, return_as="ids", show_progress=False, allow_empty=False
         )
-        # bm25s turns a query without known terms into its empty token, which empty documents also hold:
-        # such a query shares nothing with the corpus and gets no hit.
-        answerable = [position for position, ids in enumerate(query_ids) if ids]
-        results: list[Hits] = [[] for _ in queries]
-        if not answerable:
-            return results
         weight_mask = None if allowed is None else allowed.astype(np.float32)
-        # bm25s scores each query on its own, so any thread count ranks the same; 0 runs them without a pool.
-        positions, scores = index.retriever.retrieve(
-            [query_ids[position] for position in answerable],
-            k=depth,
-            weight_mask=weight_mask,
-            show_progress=False,
-            n_threads=settings.threads if settings.threads > 1 else 0,
-        )
-        # One ``tolist`` per array turns bm25s's numpy rows into Python ints and floats without a call per hit.
-        for position, row_positions, row_scores in zip(answerable, positions.tolist(), scores.tolist(), strict=True):
-            results[position] = list(zip(row_positions, row_scores, strict=True))
-        return results
+
+        def best(ids: list[int]) -> Hits:
+            ids = [token for token in ids if token in known]
+            if not ids:  # no query term occurs in the corpus: nothing shares a word with it
+                return []
+            return best_positive_hits(retriever.get_scores_from_ids(ids, weight_mask=weight_mask), depth)
+
+        if settings.threads == 1:
+            return [best(ids) for ids in query_ids]
+        # Each query is scored on its own, so any thread count ranks the same.
+        with ThreadPoolExecutor(max_workers=settings.threads) as pool:
+            return list(pool.map(best, query_ids))
 
     @classmethod
     def save_index(cls, index: Bm25sIndex, folder: Path) -> None:

@@ -15,7 +15,7 @@ from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.extras import require_module
 from rag_integration.core.index_store import load_npy, load_sparse_parts, save_npy, term_ids
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import AllowedMask, Hits
+from rag_integration.core.passages import AllowedMask, Hits, best_positive_hits
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
 VOCABULARY_FILE = "vocabulary.json"
@@ -70,7 +70,7 @@ class TfidfRetriever(BaseRetrieveConnector):
         similarities = (index.vectorizer.transform(queries) @ index.document_matrix.T).toarray()
         if allowed is not None:
             similarities[:, ~allowed] = 0.0
-        return [_top_hits(row, depth) for row in similarities]
+        return [best_positive_hits(row, depth) for row in similarities]
 
     @classmethod
     def save_index(cls, index: TfidfIndex, folder: Path) -> None:
@@ -108,8 +108,3 @@ def _vectorizer(settings: TfidfSettings, vocabulary: Mapping[str, int] | None = 
         vocabulary=vocabulary,
         dtype=np.float64,
     )
-
-
-def _top_hits(scores: Any, depth: int) -> Hits:
-    best = np.argpartition(-scores, depth - 1)[:depth] if depth < len(scores) else np.arange(len(scores))
-    return [(int(position), float(scores[position])) for position in best]
