@@ -95,17 +95,21 @@ def rank_hits(
     return rows
 
 
-def best_positive_hits(scores: npt.NDArray[np.floating[Any]], depth: int) -> Hits:
-    """Up to ``depth`` of the highest positive scores as ``(position, score)`` hits, in no particular order.
+def best_positive_hits(
+    scores: npt.NDArray[np.floating[Any]], depth: int, positions: npt.NDArray[np.integer[Any]] | None = None
+) -> Hits:
+    """Up to ``depth`` of the highest positive scores as ``(position, score)`` hits, in no particular order;
+    ``positions`` names each score's document when ``scores`` is a sparse row (by default, its index).
 
     Only positive scores can be returned, and selecting among them alone is what keeps this fast: numpy's
     ``argpartition`` runs ~40x slower over a score array that is mostly equal values (the zeros of every
     document that shares no term with the query) than over the few that are not.
     """
-    positions = np.flatnonzero(scores > 0.0)
-    if len(positions) > depth:
-        positions = positions[np.argpartition(-scores[positions], depth - 1)[:depth]]
-    return list(zip(positions.tolist(), scores[positions].tolist(), strict=True))
+    chosen = np.flatnonzero(scores > 0.0)
+    if len(chosen) > depth:
+        chosen = chosen[np.argpartition(-scores[chosen], depth - 1)[:depth]]
+    documents = chosen if positions is None else positions[chosen]
+    return list(zip(documents.tolist(), scores[chosen].tolist(), strict=True))
 
 
 def passage_row(document: Document, score: float, rank: int, return_metadata: bool = False) -> dict[str, Any]:

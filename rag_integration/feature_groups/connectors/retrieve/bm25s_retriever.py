@@ -23,6 +23,9 @@ BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 SCORE_ARRAYS = ("data", "indices", "indptr")
 NONOCCURRENCE_FILE = "nonoccurrence.npy"
 VOCABULARY_FILE = "vocabulary.json"
+MAX_BLOCK_QUERIES = 64
+BLOCK_SCORES = 1 << 21
+"""Queries scored together on a thread: at most 64, and at most ~2M scores (16 MB) held per block."""
 TOKENIZER_VOCABULARY = ("word_to_stem", "stem_to_sid", "word_to_id")
 """The tokenizer's learned state (what bm25s's ``save_vocab`` writes); its stemmer is rebuilt from the settings."""
 
@@ -102,26 +105,28 @@ class Bm25sRetriever(BaseRetrieveConnector):
     def search(
         cls, index: Bm25sIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: Bm25sSettings
     ) -> list[Hits]:
-        """bm25s scores each query (``get_scores_from_ids``); the top hits are picked among its positive scores,
-        which ranks exactly as bm25s's ``retrieve`` does at a fraction of its selection cost."""
+        """bm25s's scores of each query, its top hits picked among the positive ones (exactly bm25s's ranking at a
+        fraction of its selection cost). On several threads, blocks of queries are scored as one sparse product
+        with bm25s's score matrix, which runs outside the GIL; the sums are added in the same order, so the scores
+        are bit for bit bm25s's."""
         retriever = index.retriever
         known = retriever.unique_token_ids_set
-        query_ids = index.tokenizer.tokenize(
+        tokenized = index.tokenizer.tokenize(
             queries, update_vocab=False, return_as="ids", show_progress=False, allow_empty=False
         )
+        query_ids = [[token for token in ids if token in known] for ids in tokenized]
         weight_mask = None if allowed is None else allowed.astype(np.float32)
-
-        def best(ids: list[int]) -> Hits:
-            ids = [token for token in ids if token in known]
-            if not ids:  # no query term occurs in the corpus: nothing shares a word with it
-                return []
-            return best_positive_hits(retriever.get_scores_from_ids(ids, weight_mask=weight_mask), depth)
-
-        if settings.threads == 1:
-            return [best(ids) for ids in query_ids]
-        # Each query is scored on its own, so any thread count ranks the same.
+        if settings.threads == 1 or retriever.nonoccurrence_array is not None:
+            return [
+                best_positive_hits(retriever.get_scores_from_ids(ids, weight_mask=weight_mask), depth) if ids else []
+                for ids in query_ids
+            ]
+        matrix = _term_document_matrix(retriever)
+        size = max(1, min(MAX_BLOCK_QUERIES, BLOCK_SCORES // max(1, matrix.shape[1])))
+        blocks = [query_ids[start : start + size] for start in range(0, len(query_ids), size)]
         with ThreadPoolExecutor(max_workers=settings.threads) as pool:
-            return list(pool.map(best, query_ids))
+            scored = pool.map(lambda block: _block_hits(matrix, block, depth, weight_mask), blocks)
+            return [hits for block_hits in scored for hits in block_hits]
 
     @classmethod
     def save_index(cls, index: Bm25sIndex, folder: Path) -> None:
@@ -161,3 +166,30 @@ def _tokenizer(settings: Bm25sIndexSettings) -> Any:
     bm25s = require_module("bm25s", "bm25s", "connectors")
     stemmer = require_module("Stemmer", "bm25s", "connectors").Stemmer("english") if settings.stemmer else None
     return bm25s.tokenization.Tokenizer(stopwords="en", stemmer=stemmer)
+
+
+def _term_document_matrix(retriever: Any) -> Any:
+    """bm25s's score arrays (one row of document scores per term) as a SciPy CSR matrix, sharing their data."""
+    sparse = require_module("scipy.sparse", "bm25s", "connectors")
+    scores = retriever.scores
+    shape = (len(scores["indptr"]) - 1, scores["num_docs"])
+    return sparse.csr_matrix((scores["data"], scores["indices"], scores["indptr"]), shape=shape)
+
+
+def _block_hits(matrix: Any, block: list[list[int]], depth: int, weight_mask: Any) -> list[Hits]:
+    """The hits of a block of queries (term ids, repeats kept) from one product of their term counts and the
+    matrix: each document's score is summed over the query's terms in query order, as bm25s sums it."""
+    sparse = require_module("scipy.sparse", "bm25s", "connectors")
+    pointers = np.zeros(len(block) + 1, dtype=np.int64)
+    np.cumsum([len(ids) for ids in block], out=pointers[1:])
+    terms = np.fromiter((token for ids in block for token in ids), dtype=np.int64, count=int(pointers[-1]))
+    counts = np.ones(len(terms), dtype=matrix.dtype)
+    product = sparse.csr_matrix((counts, terms, pointers), shape=(len(block), matrix.shape[0])) @ matrix
+    rows = product.indptr.tolist()
+    hits = []
+    for row in range(len(block)):
+        scores, documents = product.data[rows[row] : rows[row + 1]], product.indices[rows[row] : rows[row + 1]]
+        if weight_mask is not None:
+            scores = scores * weight_mask[documents]
+        hits.append(best_positive_hits(scores, depth, documents))
+    return hits
