@@ -3,10 +3,17 @@
 from rag_integration.core.documents import Corpus
 from rag_integration.core.index_cache import configure_index_cache
 from rag_integration.core.mloda_logging import quiet_connector_error_tracebacks
+from rag_integration.core.transformers import load_transformers_only_for
 from rag_integration.registry import available_backends
 
 quiet_connector_error_tracebacks()
 
 __version__ = "0.1.0"
 
-__all__ = ["Corpus", "__version__", "available_backends", "configure_index_cache"]
+__all__ = [
+    "Corpus",
+    "__version__",
+    "available_backends",
+    "configure_index_cache",
+    "load_transformers_only_for",
+]
