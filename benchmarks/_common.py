@@ -48,4 +48,4 @@ def raw_bm25s(corpus: list[dict[str, str]], queries: list[str], n_threads: int =
     retriever.index(corpus_tokens, show_progress=False)
     del corpus_tokens
     query_ids = tokenizer.tokenize(queries, update_vocab=False, return_as="ids", show_progress=False)
-    return retriever.retrieve(query_ids, k=10, show_progress=False, n_threads=n_threads)
+    return retriever.retrieve(query_ids, k=min(10, len(corpus)), show_progress=False, n_threads=n_threads)

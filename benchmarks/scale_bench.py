@@ -5,19 +5,23 @@
 small is 50,000 documents x 20,000 queries, large 200,000 x 100,000 (default: both); ``--quick`` is 2,000 x 500,
 a smoke test. Documents (30-80 words) and queries (2-6 words) are drawn Zipf-like from a 20,000-word vocabulary
 with a fixed seed, written to a file once and read by every measured subprocess, so each process's peak RSS
-(``ru_maxrss``) is its own. A process warms up on a tiny corpus (imports, mloda's plugin loading), then measures
-tokenize + index + one batched top-10 retrieve of every query:
+(``ru_maxrss``) is its own. A process loads the data, runs the same request over one document and one query (the
+fixed cost: imports, mloda's first ``run_all``), then measures tokenize + index + one batched top-10 retrieve of
+every query:
 
 - raw bm25s, on 1 thread and on all threads (``n_threads``);
 - the connector on PythonDict (corpus as ``rag_integration.Corpus``, queries as a list in ``query_text``) with the
-  same thread count (option ``search_threads``), twice: in an environment with only the ``connectors`` extra (what a
-  bm25s-on-PythonDict user installs) and in this one (all extras: mloda's first ``run_all`` then imports every
-  installed compute framework's transformers, pandas, pyarrow, polars and pyspark, whatever the request uses);
+  same thread count (option ``search_threads``): in an environment with only the ``connectors`` extra (what a
+  bm25s-on-PythonDict user installs), in this one (all extras: mloda's first ``run_all`` then imports every
+  installed compute framework's transformers, pandas, pyarrow, polars and pyspark, whatever the request uses), and
+  in this one after ``load_transformers_only_for([PythonDictFramework])``;
 - the connector on Spark ``local[2]``, queries from an upstream feature (``queries_source``); driver RSS only.
 
 Ratios are to raw bm25s at the same thread count; wall time is what the goal is about, CPU time is printed too
 because it is less disturbed by other work on a shared machine (``--repeat N`` keeps the fastest of N runs).
-"warm MiB" is the process's peak before the measured run (data, imports); "score sum" checks the runs agree.
+"net MiB" is the measured run's peak above the one-document run's (the part that grows with the data; its ratio
+is "net"); "1-doc s" and "1-doc MiB" are the one-document run's time and what it added to the loaded data (the
+fixed cost); "score sum" checks the runs agree.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -49,7 +54,7 @@ def raw_run(corpus: list[dict[str, str]], queries: list[str], threads: int) -> C
     from _common import raw_bm25s
 
     n_threads = 0 if threads == 1 else threads
-    raw_bm25s(corpus[:50], queries[:5], n_threads)
+    raw_bm25s(corpus[:1], queries[:1], n_threads)
     return lambda: float(raw_bm25s(corpus, queries, n_threads).scores.astype("float64").sum())
 
 
@@ -70,15 +75,22 @@ def retrieve(framework: Any, groups: set[Any], documents: list[dict[str, str]], 
     return next(frame for frame in result if "retrieved_passages" in getattr(frame, "columns", frame))
 
 
-def connector_run(corpus: list[dict[str, str]], queries: list[str], threads: int) -> Callable[[], float]:
+def connector_run(
+    corpus: list[dict[str, str]], queries: list[str], threads: int, lean: bool = False
+) -> Callable[[], float]:
     from mloda.user.python_dict import PythonDictFramework
+
+    if lean:
+        from rag_integration import load_transformers_only_for
+
+        load_transformers_only_for([PythonDictFramework])
 
     def run(documents: list[dict[str, str]], texts: list[str]) -> float:
         rows = retrieve(PythonDictFramework, set(), documents, threads, query_text=texts)["retrieved_passages"]
         assert len(rows) == len(texts), f"{len(rows)} answers for {len(texts)} queries"
         return sum(row["score"] for query_rows in rows for row in query_rows)
 
-    run(corpus[:50], queries[:5])
+    run(corpus[:1], queries[:1])
     return lambda: run(corpus, queries)
 
 
@@ -117,21 +129,26 @@ def spark_run(corpus: list[dict[str, str]], queries: list[str], threads: int) ->
         assert answered == len(texts), f"{answered} answers for {len(texts)} queries"
         return float(total)
 
-    run(corpus[:50], queries[:5])
+    run(corpus[:1], queries[:1])
     return lambda: run(corpus, queries)
 
 
 def child(mode: str, data: str, threads: int) -> None:
-    """Load the data, warm up, measure one run, print one JSON line. Raw bm25s never imports the connector."""
+    """Load the data, run the same request over one document (the fixed cost: imports, mloda's first run), then
+    measure the full run; print one JSON line. Raw bm25s never imports the connector."""
     with open(data, "rb") as handle:
         corpus, queries = pickle.load(handle)
-    measured = {"raw": raw_run, "connector": connector_run, "spark": spark_run}[mode](corpus, queries, threads)
+    loaded, started = peak_mib(), time.perf_counter()
+    runs = {"raw": raw_run, "connector": connector_run, "lean": partial(connector_run, lean=True), "spark": spark_run}
+    measured = runs[mode](corpus, queries, threads)
+    fixed_seconds = time.perf_counter() - started
     stats = None if mode == "raw" else importlib.import_module("rag_integration.core.index_cache").INDEX_CACHE.stats
     builds = stats.builds if stats else 0
     before, wall, cpu = peak_mib(), time.perf_counter(), time.process_time()
     total = measured()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     figures = {"wall": wall, "cpu": cpu, "peak": peak_mib(), "before": before, "score_sum": total}
+    figures |= {"net": figures["peak"] - before, "fixed": before - loaded, "fixed_seconds": fixed_seconds}
     print(json.dumps({**figures, "builds": stats.builds - builds if stats else None}))
 
 
@@ -183,12 +200,13 @@ def bench(size: str, folder: Path, repeat: int, lean: str | None, threads_only: 
         if lean:
             runs.append(("connector, connectors extra", "connector", threads, lean))
         runs.append(("connector, all extras", "connector", threads, full))
+        runs.append(("  + load_transformers_only_for", "lean", threads, full))
     if spark:
         runs.append(("connector Spark local[2]", "spark", 2, full))
     if not lean:
         print("  (uv not found: the connectors-only environment is skipped)")
-    header = f"  {'run':<30}{'threads':>8}{'wall s':>9}{'cpu s':>9}{'peak MiB':>10}{'warm MiB':>10}{'builds':>7}"
-    print(header + f"{'time':>8}{'cpu':>7}{'RSS':>7}  score sum")
+    header = f"  {'run':<31}{'threads':>7}{'wall s':>8}{'cpu s':>8}{'peak MiB':>9}{'net MiB':>8}{'1-doc s':>8}"
+    print(header + f"{'1-doc MiB':>10}{'builds':>7}{'time':>8}{'cpu':>7}{'net':>7}  score sum")
     raw: dict[int, dict[str, Any]] = {}
     for label, mode, threads, python in runs:
         figures = measure(mode, data, threads, repeat, python)
@@ -198,10 +216,11 @@ def bench(size: str, folder: Path, repeat: int, lean: str | None, threads_only: 
         if mode == "raw":
             raw[threads] = figures
         base = raw.get(threads) or raw.get(1)
-        ratios = "".join(f"{figures[key] / base[key]:>6.2f}x" if base else "     -" for key in ("wall", "cpu", "peak"))
+        ratios = "".join(f"{figures[key] / base[key]:>6.2f}x" if base else "     -" for key in ("wall", "cpu", "net"))
         builds = "-" if figures["builds"] is None else str(figures["builds"])
-        line = f"  {label:<30}{threads:>8}{figures['wall']:>9.2f}{figures['cpu']:>9.2f}{figures['peak']:>10.0f}"
-        print(line + f"{figures['before']:>10.0f}{builds:>7}{ratios:>22}  {figures['score_sum']:.2f}", flush=True)
+        line = f"  {label:<31}{threads:>7}{figures['wall']:>8.2f}{figures['cpu']:>8.2f}{figures['peak']:>9.0f}"
+        line += f"{figures['net']:>8.0f}{figures['fixed_seconds']:>8.2f}{figures['fixed']:>10.0f}{builds:>7}"
+        print(line + f"{ratios:>22}  {figures['score_sum']:.2f}", flush=True)
 
 
 def main() -> int:
@@ -211,7 +230,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the fastest is shown")
     parser.add_argument("--only-threads", type=int, help="measure this thread count only (default: 1 and all)")
     parser.add_argument("--no-spark", action="store_true", help="leave out the Spark run")
-    parser.add_argument("--child", choices=["raw", "connector", "spark"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["raw", "connector", "lean", "spark"], help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
     arguments = parser.parse_args()
