@@ -24,8 +24,8 @@ SCORE_ARRAYS = ("data", "indices", "indptr")
 NONOCCURRENCE_FILE = "nonoccurrence.npy"
 VOCABULARY_FILE = "vocabulary.json"
 MAX_BLOCK_QUERIES = 64
-BLOCK_SCORES = 1 << 21
-"""Queries scored together on a thread: at most 64, and at most ~2M scores (16 MB) held per block."""
+BLOCK_SCORES = 1 << 18
+"""Queries scored together on a thread: at most 64, and at most ~260k scores (2 MB) held per block."""
 TOKENIZER_VOCABULARY = ("word_to_stem", "stem_to_sid", "word_to_id")
 """The tokenizer's learned state (what bm25s's ``save_vocab`` writes); its stemmer is rebuilt from the settings."""
 
