@@ -13,7 +13,7 @@ import Stemmer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_integration.core.passages import best_positive_hits
+from rag_integration.core.ranking.passages import best_positive_hits
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
 from rag_integration.feature_groups.connectors.retrieve.bm25s_retriever import BM25_METHODS
 from rag_integration.testing.runner import run_feature

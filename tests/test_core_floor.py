@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from rag_integration.core.documents import Document, MetadataFilter, corpus_fingerprint, read_documents
+from rag_integration.core.documents.corpus import Document, MetadataFilter, corpus_fingerprint, read_documents
 from rag_integration.core.errors import (
     BackendUnavailableError,
     ConnectorError,
@@ -17,7 +17,7 @@ from rag_integration.core.errors import (
     MissingOptionError,
 )
 from rag_integration.core.extras import require_module
-from rag_integration.core.index_cache import IndexCache, IndexKey
+from rag_integration.core.indexes.cache import IndexCache, IndexKey
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.connectors import errors
 from rag_integration.feature_groups.connectors.fusion import rrf_fuse
@@ -186,7 +186,7 @@ def test_corpus_is_validated_once_and_cheap_to_copy() -> None:
     import copy
     import pickle
 
-    from rag_integration.core.documents import Corpus
+    from rag_integration.core.documents.corpus import Corpus
 
     raw = [{"doc_id": "x", "text": "a", "lang": "en"}, {"text": "b"}]
     corpus = Corpus(raw)
@@ -201,7 +201,7 @@ def test_corpus_is_validated_once_and_cheap_to_copy() -> None:
 
 
 def test_passages_keep_their_metadata_and_refuse_conflicts() -> None:
-    from rag_integration.core.documents import read_passages
+    from rag_integration.core.documents.corpus import read_passages
 
     passage = {"doc_id": "a", "text": "t", "score": 1.0, "rank": 1, "metadata": {"lang": "en"}}
     assert dict(read_passages([passage], "candidates")[0].metadata) == {"lang": "en"}
@@ -214,14 +214,14 @@ def test_passages_keep_their_metadata_and_refuse_conflicts() -> None:
 
 @pytest.mark.parametrize("name", ["hash-99999999999999", "hash-4", "hash-", "hash-10000000000000000000000000"])
 def test_hash_dimensions_are_bounded(name: str) -> None:
-    from rag_integration.core.embedders import get_embedder
+    from rag_integration.core.indexes.embedders import get_embedder
 
     with pytest.raises(InvalidOptionError, match="embedding_model"):
         get_embedder(name)
 
 
 def test_a_broken_local_model_folder_is_a_typed_error(tmp_path: Path) -> None:
-    from rag_integration.core.embedders import get_embedder
+    from rag_integration.core.indexes.embedders import get_embedder
 
     (tmp_path / "model.onnx").write_bytes(b"not a model")
     (tmp_path / "tokenizer.json").write_text("{}", encoding="utf-8")
@@ -230,7 +230,7 @@ def test_a_broken_local_model_folder_is_a_typed_error(tmp_path: Path) -> None:
 
 
 def test_nested_marker_like_brackets_leave_no_marker_behind() -> None:
-    from rag_integration.core.grounding import is_quoted, quote_form
+    from rag_integration.core.text.grounding import is_quoted, quote_form
 
     assert quote_form("The cat sat on x[3[4]].") == "The cat sat on x."
     assert is_quoted("The cat sat on x.", "The cat sat on x[1[2]].")

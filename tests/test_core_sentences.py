@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_integration.core.sentences import sentence_spans, split_sentences
+from rag_integration.core.text.sentences import sentence_spans, split_sentences
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-from rag_integration.core import passages
-from rag_integration.core.documents import Document
-from rag_integration.core.passages import Hits, rank_corpus, rank_hits, search_with_exact_ties
+from rag_integration.core.documents.corpus import Document
+from rag_integration.core.ranking import passages
+from rag_integration.core.ranking.passages import Hits, rank_corpus, rank_hits, search_with_exact_ties
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
 from rag_integration.testing.runner import run_feature
 

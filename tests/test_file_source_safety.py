@@ -69,7 +69,7 @@ def test_symlinked_folders_are_not_descended_and_loops_end(root: Path, caplog: p
     (outside / "c.txt").write_text("gamma", encoding="utf-8")
     (root / "linked").symlink_to(outside, target_is_directory=True)
     (root / "sub" / "loop").symlink_to(root, target_is_directory=True)
-    with caplog.at_level(logging.WARNING, logger="rag_integration.core.files"):
+    with caplog.at_level(logging.WARNING, logger="rag_integration.core.documents.files"):
         for paths in (str(root), str(root / "**" / "*.*"), str(root / "**")):
             assert [row["doc_id"] for row in docs(paths, follow_symlinks=True)] in (
                 ["a.txt", "sub/b.md"],
@@ -90,7 +90,7 @@ def test_globs_match_like_glob(root: Path) -> None:
 
 def test_files_skipped_for_their_type_are_logged(root: Path, caplog: pytest.LogCaptureFixture) -> None:
     (root / "image.png").write_bytes(b"\x89PNG")
-    with caplog.at_level(logging.INFO, logger="rag_integration.core.files"):
+    with caplog.at_level(logging.INFO, logger="rag_integration.core.documents.files"):
         assert len(docs(str(root))) == 2
     assert "skipped 1 file" in caplog.text and "image.png" in caplog.text
 

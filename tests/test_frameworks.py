@@ -14,8 +14,8 @@ from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.duckdb import DuckDBFramework
 from mloda.user.python_dict import PythonDictFramework
 
+from rag_integration.core.contract.schema import arrow_type, passages_shape
 from rag_integration.core.errors import InvalidOptionError
-from rag_integration.core.schema import arrow_type, passages_shape
 from rag_integration.feature_groups.connectors.generate import TemplateResponder
 from rag_integration.feature_groups.connectors.graph_rag import AdjacencyGraphRag, TriplesKnowledgeGraph
 from rag_integration.feature_groups.connectors.rerank import LexicalReranker

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from rag_integration.core.documents import Document
+from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import GroundingError, InvalidOptionError
 from rag_integration.feature_groups.connectors.generate import (
     Answer,

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
 
-from rag_integration.core.documents import Document
+from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import GroundingError
-from rag_integration.core.sentences import split_sentences
+from rag_integration.core.text.sentences import split_sentences
 from rag_integration.feature_groups.connectors.generate.extractive_responder import ExtractiveResponder
 from rag_integration.feature_groups.connectors.generate.template_responder import TemplateResponder, TemplateSettings
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from rag_integration.core import index_cache
 from rag_integration.core.errors import InvalidOptionError
-from rag_integration.core.index_cache import INDEX_CACHE
+from rag_integration.core.indexes import cache as index_cache
+from rag_integration.core.indexes.cache import INDEX_CACHE
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever, FaissDenseRetriever, TfidfRetriever
 from rag_integration.testing.runner import run_feature
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from rag_integration.core.embedders import HashEmbedder, get_embedder
 from rag_integration.core.errors import ConnectorError, InvalidOptionError
+from rag_integration.core.indexes.embedders import HashEmbedder, get_embedder
 from rag_integration.core.unicode_text import InvalidTextError, require_valid_text, surrogate_position
 from rag_integration.feature_groups.connectors.generate import ExtractiveResponder, TemplateResponder
 from rag_integration.feature_groups.connectors.graph_rag import TriplesKnowledgeGraph

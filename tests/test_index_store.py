@@ -1,4 +1,4 @@
-"""Persisted indexes are untrusted: one store format (``core.index_store``) for the retrieve indexes and the vector
+"""Persisted indexes are untrusted: one store format (``core.indexes.store``) for the retrieve indexes and the vector
 store, every file checked against its manifest and every shape against the request before anything is read.
 
 A broken retrieve index is rebuilt from the corpus and written again (with a logged warning); a broken vector store,
@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rag_integration.core import index_store
+from rag_integration.core.documents.files import FileTooLargeError, NotRegularFileError, read_regular_file
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
-from rag_integration.core.files import FileTooLargeError, NotRegularFileError, read_regular_file
-from rag_integration.core.index_cache import INDEX_CACHE, IndexCache, IndexKey
-from rag_integration.core.index_store import MANIFEST_FILE, POINTER_FILE, StoreClaim, current_version, write_store
+from rag_integration.core.indexes import store as index_store
+from rag_integration.core.indexes.cache import INDEX_CACHE, IndexCache, IndexKey
+from rag_integration.core.indexes.store import MANIFEST_FILE, POINTER_FILE, StoreClaim, current_version, write_store
 from rag_integration.feature_groups.connectors.retrieve import (
     Bm25sRetriever,
     FaissDenseRetriever,
@@ -195,7 +195,7 @@ def test_a_broken_retrieve_index_is_rebuilt_and_rewritten(
     # the other corpus's version, under the same backend and settings: what a swap would put in place
     breakage(live_version(store), live_version(other_store))
     INDEX_CACHE.clear()
-    with caplog.at_level(logging.WARNING, logger="rag_integration.core.index_cache"):
+    with caplog.at_level(logging.WARNING, logger="rag_integration.core.indexes.cache"):
         assert retrieve(connector, extra, tmp_path / "index") == expected
     assert INDEX_CACHE.stats.builds >= 1 and INDEX_CACHE.stats.loads == 0
     assert "rebuilding" in caplog.text
@@ -304,9 +304,9 @@ def test_replaced_versions_are_removed_once_stale(tmp_path: Path, monkeypatch: p
 WRITER = textwrap.dedent(
     """
     import sys, time
-    from rag_integration.core.documents import Document
-    from rag_integration.core.embedders import get_embedder
-    from rag_integration.core.vector_index import FaissSettings
+    from rag_integration.core.documents.corpus import Document
+    from rag_integration.core.indexes.embedders import get_embedder
+    from rag_integration.core.indexes.vector_index import FaissSettings
     from rag_integration.core.options import OptionReader
     from rag_integration.feature_groups.rag_pipeline.vector_store.store import store_claim, write_store
     folder, prefix, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
@@ -330,8 +330,8 @@ READER = textwrap.dedent(
     import sys, time
     import numpy as np
     from pathlib import Path
-    from rag_integration.core.embedders import get_embedder
-    from rag_integration.core.index_store import read_store
+    from rag_integration.core.indexes.embedders import get_embedder
+    from rag_integration.core.indexes.store import read_store
     from rag_integration.feature_groups.rag_pipeline.vector_store.store import check_store_claim, load_store
     folder, seconds = Path(sys.argv[1]), float(sys.argv[2])
     embedder = get_embedder("hash")
@@ -523,9 +523,9 @@ def test_a_cold_build_blocks_neither_other_keys_nor_builds_one_key_twice() -> No
 def test_an_index_measures_itself_without_serialising(monkeypatch: pytest.MonkeyPatch) -> None:
     import faiss
 
-    from rag_integration.core.documents import Document
-    from rag_integration.core.index_cache import approximate_bytes
-    from rag_integration.core.vector_index import FaissIndexSettings, build_faiss_index
+    from rag_integration.core.documents.corpus import Document
+    from rag_integration.core.indexes.cache import approximate_bytes
+    from rag_integration.core.indexes.vector_index import FaissIndexSettings, build_faiss_index
     from rag_integration.feature_groups.connectors.retrieve.faiss_retriever import FaissIndex
     from rag_integration.feature_groups.connectors.retrieve.hybrid_rrf_retriever import HybridIndex
     from rag_integration.feature_groups.rag_pipeline.vector_store.store import VectorStore

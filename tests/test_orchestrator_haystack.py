@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from haystack.telemetry import _telemetry
 
-from rag_integration.core.documents import read_documents
-from rag_integration.core.index_cache import INDEX_CACHE
+from rag_integration.core.documents.corpus import read_documents
+from rag_integration.core.indexes.cache import INDEX_CACHE
 from rag_integration.feature_groups.connectors.generate import ExtractiveResponder
 from rag_integration.feature_groups.connectors.orchestrator import BaseOrchestratorConnector, HaystackOrchestrator
 from rag_integration.feature_groups.connectors.orchestrator.haystack_orchestrator import HAYSTACK_TELEMETRY
@@ -123,8 +123,8 @@ sys.addaudithook(lambda event, args: attempts.append(event) if event.startswith(
 from rag_integration.testing.runner import run_feature
 from rag_integration.testing.orchestrator import CORPUS
 from rag_integration.feature_groups.connectors.orchestrator import HaystackOrchestrator
-from rag_integration.core.documents import read_documents
-from rag_integration.core.index_cache import INDEX_CACHE
+from rag_integration.core.documents.corpus import read_documents
+from rag_integration.core.indexes.cache import INDEX_CACHE
 from haystack.telemetry import _telemetry
 options = {"orchestrator_backend": "haystack", "query_text": ["cat", "engine oil"], "corpus": CORPUS}
 rows = run_feature("orchestrated_answer", options, {HaystackOrchestrator})

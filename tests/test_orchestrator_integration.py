@@ -14,7 +14,7 @@ from mloda.user.python_dict import PythonDictFramework
 
 from rag_integration import available_backends
 from rag_integration.core.errors import BackendUnavailableError, ConnectorError, InvalidOptionError
-from rag_integration.core.index_cache import INDEX_CACHE
+from rag_integration.core.indexes.cache import INDEX_CACHE
 from rag_integration.feature_groups.connectors.orchestrator import HaystackOrchestrator, R2RFixtureOrchestrator
 from rag_integration.testing.orchestrator import CORPUS
 from rag_integration.testing.runner import run_feature

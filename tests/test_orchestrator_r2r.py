@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from rag_integration.core.documents import read_documents
+from rag_integration.core.documents.corpus import read_documents
 from rag_integration.core.errors import (
     ConnectorError,
     DeadlineExceededError,
@@ -27,8 +27,8 @@ from rag_integration.core.errors import (
     InvalidOptionError,
     RankingContractError,
 )
-from rag_integration.core.http import Endpoint, post
-from rag_integration.core.sentences import split_sentences
+from rag_integration.core.remote.http import Endpoint, post
+from rag_integration.core.text.sentences import split_sentences
 from rag_integration.feature_groups.connectors.orchestrator import (
     BaseOrchestratorConnector,
     HaystackOrchestrator,

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from rag_integration.core import deadline as deadline_module
 from rag_integration.core.deadline import Deadline, deadline_scope
 from rag_integration.core.errors import DeadlineExceededError, RemoteServiceError
-from rag_integration.core.grounding import quote_form
+from rag_integration.core.text.grounding import quote_form
 from rag_integration.feature_groups.connectors.orchestrator import R2RFixtureOrchestrator
 from rag_integration.feature_groups.connectors.orchestrator import base as orchestrator_base
 from rag_integration.feature_groups.connectors.orchestrator.r2r_orchestrator import MAX_ANSWER_CHARS, MAX_HITS

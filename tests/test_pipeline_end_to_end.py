@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rag_integration.cli import main as cli_main
-from rag_integration.core.embedders import get_embedder
+from rag_integration.core.indexes.embedders import get_embedder
 from rag_integration.feature_groups.rag_pipeline import STAGES
 from rag_integration.testing.runner import run_feature
 
@@ -25,7 +25,7 @@ QUERIES = ["How often should I change the engine oil?", "What does sourdough bre
 NEW_PROCESS = """
 import json, sys
 from mloda.user import Feature, Options
-from rag_integration.core.embedders import get_embedder
+from rag_integration.core.indexes.embedders import get_embedder
 from rag_integration.feature_groups.connectors.generate import TemplateResponder
 from rag_integration.feature_groups.connectors.rerank import LexicalReranker
 from rag_integration.feature_groups.rag_pipeline import VectorStoreRetriever

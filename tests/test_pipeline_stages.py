@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from rag_integration.core.embedders import get_embedder
 from rag_integration.core.errors import DuplicateDocIdError, IndexMismatchError, InvalidOptionError, MissingOptionError
-from rag_integration.core.index_cache import INDEX_CACHE
-from rag_integration.core.index_store import current_version
+from rag_integration.core.indexes.cache import INDEX_CACHE
+from rag_integration.core.indexes.embedders import get_embedder
+from rag_integration.core.indexes.store import current_version
 from rag_integration.core.unicode_text import InvalidTextError
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever, FaissDenseRetriever
 from rag_integration.feature_groups.rag_pipeline import STAGES
@@ -320,7 +320,7 @@ def test_a_new_process_reuses_the_store_without_re_embedding(tmp_path: Path) -> 
     )
     script = (
         "import json, sys\n"
-        "from rag_integration.core.embedders import get_embedder\n"
+        "from rag_integration.core.indexes.embedders import get_embedder\n"
         "from rag_integration.feature_groups.rag_pipeline import VectorStoreRetriever\n"
         "from rag_integration.testing.runner import run_feature\n"
         "rows = run_feature('retrieved_passages', {'retrieve_backend': 'vector_store', 'index_dir': sys.argv[1],\n"

@@ -13,9 +13,9 @@ from mloda.user.python_dict import PythonDictFramework
 
 from rag_integration import available_backends
 from rag_integration.cli import main as cli_main
-from rag_integration.core.embedders import get_embedder
 from rag_integration.core.errors import BackendUnavailableError, ConnectorError, InvalidOptionError
-from rag_integration.core.index_cache import INDEX_CACHE
+from rag_integration.core.indexes.cache import INDEX_CACHE
+from rag_integration.core.indexes.embedders import get_embedder
 from rag_integration.feature_groups.connectors.retrieve import (
     Bm25sRetriever,
     FaissDenseRetriever,

@@ -15,10 +15,10 @@ from typing import Any
 import faiss
 import pytest
 
-from rag_integration.core.documents import Corpus
+from rag_integration.core.documents.corpus import Corpus
 from rag_integration.core.errors import InvalidOptionError
-from rag_integration.core.index_cache import INDEX_CACHE, IndexCache, IndexKey
-from rag_integration.core.index_store import current_version
+from rag_integration.core.indexes.cache import INDEX_CACHE, IndexCache, IndexKey
+from rag_integration.core.indexes.store import current_version
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.connectors.retrieve import (
     BaseRetrieveConnector,
@@ -141,7 +141,7 @@ def test_rankings_are_identical_for_any_thread_count(
 
 INSTALL_AND_ANSWER = """
 import json, pickle, sys
-from rag_integration.core.index_cache import INDEX_CACHE
+from rag_integration.core.indexes.cache import INDEX_CACHE
 from rag_integration.testing.runner import run_feature
 with open(sys.argv[1], "rb") as shipped:
     payloads = pickle.load(shipped)

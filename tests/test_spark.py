@@ -18,9 +18,9 @@ from mloda.provider import FeatureGroup, FeatureSet, PropertySpec, property_spec
 from mloda.user import DataAccessCollection, Feature, FeatureName, Index, Options, PluginCollector, mlodaAPI
 from mloda.user.spark import SparkFramework
 
-from rag_integration.core.documents import Document, corpus_fingerprint
-from rag_integration.core.frames import SparkAdapter
-from rag_integration.core.index_cache import INDEX_CACHE
+from rag_integration.core.contract.frames import SparkAdapter
+from rag_integration.core.documents.corpus import Document, corpus_fingerprint
+from rag_integration.core.indexes.cache import INDEX_CACHE
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever, HybridRrfRetriever
 from rag_integration.testing.kit import spark_test_session

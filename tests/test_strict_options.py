@@ -16,12 +16,12 @@ from mloda.user.python_dict import PythonDictFramework
 
 import rag_integration
 from rag_integration.core import deadline as deadline_module
-from rag_integration.core import index_cache
+from rag_integration.core.contract.declarations import check_request_options
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.mloda_logging import MLODA_RUN_LOGGER, ConnectorErrorTracebackFilter
 from rag_integration.core.deadline import Budget, Deadline, deadline_scope, within_deadline
-from rag_integration.core.declarations import check_request_options
-from rag_integration.core.feature_group import SelectorFeatureGroup
-from rag_integration.core.index_cache import INDEX_CACHE, IndexCache, IndexKey
-from rag_integration.core.mloda_logging import MLODA_RUN_LOGGER, ConnectorErrorTracebackFilter
+from rag_integration.core.indexes import cache as index_cache
+from rag_integration.core.indexes.cache import INDEX_CACHE, IndexCache, IndexKey
 from rag_integration.feature_groups.connectors.errors import (
     ConnectorError,
     DeadlineExceededError,

@@ -1,8 +1,8 @@
 """A real language model answers from numbered passages, and every sentence it writes is checked against what it cites.
 
 The model sees the passages as ``[1] ...``, ``[2] ...`` and is asked to end each sentence with the numbers it draws
-on. Its reply is split into sentences (``core.grounding.cited_sentences``) and each is held to the support score
-(``core.grounding.support_score``); ``citation_check`` decides what an unsupported sentence does.
+on. Its reply is split into sentences (``core.text.grounding.cited_sentences``) and each is held to the support score
+(``core.text.grounding.support_score``); ``citation_check`` decides what an unsupported sentence does.
 """
 
 from __future__ import annotations
@@ -11,9 +11,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from rag_integration.core.documents import Document
-from rag_integration.core.embedders import get_embedder
-from rag_integration.core.grounding import (
+from rag_integration.core.contract.schema import STRING, Shape
+from rag_integration.core.documents.corpus import Document
+from rag_integration.core.indexes.embedders import get_embedder
+from rag_integration.core.options import OptionReader
+from rag_integration.core.remote.llm_client import OPTIONS as LLM_OPTIONS
+from rag_integration.core.remote.llm_client import LlmSettings, chat
+from rag_integration.core.text.grounding import (
     CITATION_CHECKS,
     SupportScorer,
     check_cited_answer,
@@ -21,10 +25,6 @@ from rag_integration.core.grounding import (
     quote_form,
     verify_cited_reply,
 )
-from rag_integration.core.llm_client import OPTIONS as LLM_OPTIONS
-from rag_integration.core.llm_client import LlmSettings, chat
-from rag_integration.core.options import OptionReader
-from rag_integration.core.schema import STRING, Shape
 from rag_integration.feature_groups.connectors.generate.base import Answer, BaseGenerateConnector
 
 NO_ANSWER = "NO_ANSWER"

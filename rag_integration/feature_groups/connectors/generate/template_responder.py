@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rag_integration.core.documents import Document
-from rag_integration.core.grounding import QuotableSentence
+from rag_integration.core.documents.corpus import Document
 from rag_integration.core.options import OptionReader
+from rag_integration.core.text.grounding import QuotableSentence
 from rag_integration.feature_groups.connectors.generate.base import (
     Answer,
     BaseGenerateConnector,

@@ -11,14 +11,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.queries import query_rows
 from rag_integration.core.deadline import check_deadline
-from rag_integration.core.documents import Document, MetadataFilter, read_documents
+from rag_integration.core.documents.corpus import Document, MetadataFilter, read_documents
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError, RankingContractError, short_repr
-from rag_integration.core.feature_group import SelectorFeatureGroup
-from rag_integration.core.lexical import lexical_scores
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import rank_hits
-from rag_integration.core.queries import query_rows
+from rag_integration.core.ranking.passages import rank_hits
+from rag_integration.core.text.lexical import lexical_scores
 
 EDGE_SHAPE = "an edge: a [source, target] pair or a {'source', 'target', 'weight'} dict"
 SCORE_DECIMALS = 12  # rounding scores keeps floating-point summation order from reordering equal scores

@@ -1,8 +1,8 @@
 """The orchestrator contract: a whole RAG engine answers each query, and this base proves the answer is grounded.
 
 A backend only runs its engine and reports what the engine said (``EngineAnswer``); the base reads the options,
-checks every reported document against the supplied corpus, ranks and cuts them (``core.passages.rank_hits``), and
-checks the answer text is quoted from the documents it returns (``core.grounding``).
+checks every reported document against the supplied corpus, ranks and cuts them (``core.ranking.passages.rank_hits``), and
+checks the answer text is quoted from the documents it returns (``core.text.grounding``).
 """
 
 from __future__ import annotations
@@ -13,21 +13,21 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, ClassVar
 
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.per_query import ON_ERROR_OPTION, ErrorPolicy
+from rag_integration.core.contract.queries import read_corpus, read_queries
+from rag_integration.core.contract.schema import STRING, Shape, passages_shape
 from rag_integration.core.deadline import check_deadline
-from rag_integration.core.documents import Document, MetadataFilter, corpus_fingerprint
+from rag_integration.core.documents.corpus import Document, MetadataFilter, corpus_fingerprint
 from rag_integration.core.errors import (
     GroundingError,
     RankingContractError,
     short_repr,
 )
-from rag_integration.core.feature_group import SelectorFeatureGroup
-from rag_integration.core.grounding import check_quoted_answer, quote_form
-from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
+from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import rank_hits
-from rag_integration.core.per_query import ON_ERROR_OPTION, ErrorPolicy
-from rag_integration.core.queries import read_corpus, read_queries
-from rag_integration.core.schema import STRING, Shape, passages_shape
+from rag_integration.core.ranking.passages import rank_hits
+from rag_integration.core.text.grounding import check_quoted_answer, quote_form
 
 
 @dataclass(frozen=True)

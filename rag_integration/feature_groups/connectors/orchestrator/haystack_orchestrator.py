@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from rag_integration.core.deadline import check_deadline
-from rag_integration.core.documents import Document
+from rag_integration.core.documents.corpus import Document
 from rag_integration.core.extras import require_module
 from rag_integration.feature_groups.connectors.orchestrator.base import (
     BaseOrchestratorConnector,

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, RemoteServiceError, short_repr
-from rag_integration.core.http import read_http_url
 from rag_integration.core.options import OptionReader
+from rag_integration.core.remote.http import read_http_url
 from rag_integration.feature_groups.connectors.orchestrator.base import (
     BaseOrchestratorConnector,
     EngineAnswer,

@@ -6,13 +6,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.queries import passage_requests
 from rag_integration.core.deadline import check_deadline
-from rag_integration.core.documents import Document
+from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import RankingContractError
-from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import passage_row
-from rag_integration.core.queries import passage_requests
+from rag_integration.core.ranking.passages import passage_row
 
 
 class BaseRerankConnector(SelectorFeatureGroup):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from rag_integration.core.lexical import lexical_scores
 from rag_integration.core.options import OptionReader
+from rag_integration.core.text.lexical import lexical_scores
 from rag_integration.feature_groups.connectors.rerank.base import BaseRerankConnector
 
 

@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.frames import FrameAdapter, SparkAdapter
+from rag_integration.core.contract.queries import read_corpus, read_index_dir, read_queries
+from rag_integration.core.contract.spark import Shipment, answer_partitions
 from rag_integration.core.deadline import check_deadline
-from rag_integration.core.documents import Document, MetadataFilter, corpus_fingerprint
-from rag_integration.core.feature_group import SelectorFeatureGroup
-from rag_integration.core.frames import FrameAdapter, SparkAdapter
-from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
+from rag_integration.core.documents.corpus import Document, MetadataFilter, corpus_fingerprint
+from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import AllowedMask, Hits, rank_corpus, search_with_exact_ties
-from rag_integration.core.queries import read_corpus, read_index_dir, read_queries
-from rag_integration.core.spark import Shipment, answer_partitions
+from rag_integration.core.ranking.passages import AllowedMask, Hits, rank_corpus, search_with_exact_ties
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
 
     @classmethod
     def answer_frame(cls, adapter: FrameAdapter, data: Any, reader: OptionReader) -> Any:
-        """A Spark frame of queries is answered where it lives, on the executors (``core.spark``)."""
+        """A Spark frame of queries is answered where it lives, on the executors (``core.contract.spark``)."""
         distributed = isinstance(adapter, SparkAdapter) and data is not None and reader.has("queries_source")
         if distributed and not reader.has("corpus_source"):
             shipment = cls.shipment(reader)
@@ -192,7 +192,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
 
     @classmethod
     def save_index(cls, index: Any, folder: Path) -> None:
-        """Write the index's files into ``folder`` (a fresh staging folder of ``core.index_store``)."""
+        """Write the index's files into ``folder`` (a fresh staging folder of ``core.indexes.store``)."""
         raise NotImplementedError
 
     @classmethod

@@ -11,12 +11,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rag_integration.core.documents import Document
+from rag_integration.core.documents.corpus import Document
 from rag_integration.core.extras import require_module
-from rag_integration.core.index_store import load_npy, load_sparse_parts, save_npy, term_ids
+from rag_integration.core.indexes.store import load_npy, load_sparse_parts, save_npy, term_ids
+from rag_integration.core.indexes.vector_index import read_search_threads
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import AllowedMask, Hits, best_positive_hits
-from rag_integration.core.vector_index import read_search_threads
+from rag_integration.core.ranking.passages import AllowedMask, Hits, best_positive_hits
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
 BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")

@@ -15,11 +15,11 @@ import math
 import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rag_integration.core.contract.per_query import ErrorPolicy
 from rag_integration.core.errors import InvalidOptionError, SqlSafetyError, short_repr
-from rag_integration.core.llm_client import OPTIONS as LLM_OPTIONS
-from rag_integration.core.llm_client import LlmSettings, Message, chat
 from rag_integration.core.options import OptionReader
-from rag_integration.core.per_query import ErrorPolicy
+from rag_integration.core.remote.llm_client import OPTIONS as LLM_OPTIONS
+from rag_integration.core.remote.llm_client import LlmSettings, Message, chat
 from rag_integration.feature_groups.connectors.structured.base import BaseStructuredConnector, guard_sql
 from rag_integration.feature_groups.connectors.structured.columns import INT64, is_utf8
 from rag_integration.feature_groups.connectors.structured.table import TableSpec

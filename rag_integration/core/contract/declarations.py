@@ -24,7 +24,7 @@ from mloda.user import Options
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError, UnknownBackendError, UnknownOptionError
 
 if TYPE_CHECKING:
-    from rag_integration.core.feature_group import SelectorFeatureGroup
+    from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 
 RESERVED_MLODA_KEYS = frozenset(key.value for key in DefaultOptionKeys) | {"mloda_source_reader"}
 """Keys mloda itself puts into (or reads from) a feature's options."""
@@ -102,14 +102,12 @@ def _mloda_declared_keys() -> frozenset[str]:
     """Keys the other feature groups of this run declare, in mloda's ``PROPERTY_MAPPING`` or, for a plain mloda
     group of this package (``retrieval_metrics``), in ``OPTIONS``: a group that consumes one of our features may
     forward its options along the chain."""
-    from rag_integration.core.feature_group import SelectorFeatureGroup
-
     accessible = _accessible_plugins()
     groups: Iterable[Any] = accessible if accessible is not None else _all_feature_groups()
     keys: set[str] = set()
     for group in groups:
         keys.update(str(key) for key in getattr(group, "PROPERTY_MAPPING", None) or {})
-        if not (isinstance(group, type) and issubclass(group, SelectorFeatureGroup)):  # a backend counts if selected
+        if not callable(getattr(group, "declared_options", None)):  # one of our backends counts only if selected
             keys.update(str(key) for key in getattr(group, "OPTIONS", ()))
     return frozenset(keys)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
-from rag_integration.core.index_store import (
+from rag_integration.core.indexes.store import (
     StoreClaim,
     live_version_name,
     load_version,
@@ -63,7 +63,7 @@ class IndexKey:
         return f"{self.backend}-{digest[:20]}"
 
     def claim(self) -> StoreClaim:
-        """What a persisted index under this key must say it holds (``core.index_store``)."""
+        """What a persisted index under this key must say it holds (``core.indexes.store``)."""
         return StoreClaim(self.backend, json.loads(self.settings), self.corpus_fingerprint)
 
 

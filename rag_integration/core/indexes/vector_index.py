@@ -17,9 +17,9 @@ import numpy.typing as npt
 
 from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.extras import require_module
-from rag_integration.core.index_store import load_npy, save_npy
+from rag_integration.core.indexes.store import load_npy, save_npy
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import Hits
+from rag_integration.core.ranking.passages import Hits
 
 FAISS_INDEX_TYPES = ("flat", "hnsw", "ivf")
 FAISS_VECTORS_FILE = "vectors.npy"

@@ -2,7 +2,7 @@
 
 Connectors compute on Python values. On the way in, a frame is made readable once (a lazy Polars plan collected,
 a Spark frame fetched as Arrow) and its columns read with the framework's own converter; on the way out, values are
-built into the framework's own column with the declared ``core.schema`` shape, appended to the rows they answer
+built into the framework's own column with the declared ``core.contract.schema`` shape, appended to the rows they answer
 (never joined back by position), so every framework returns the same types.
 """
 
@@ -14,8 +14,8 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from rag_integration.core.contract.schema import Shape, arrow_type, encode, holds_json
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
-from rag_integration.core.schema import Shape, arrow_type, encode, holds_json
 
 
 class FrameAdapter:
@@ -99,7 +99,7 @@ class PolarsLazyAdapter(PolarsAdapter):
 
 class SparkAdapter(ArrowBackedAdapter):
     """Spark frames are fetched to the driver as Arrow for the families that need every row at once; retrieval over
-    a frame of queries does not come here but answers each partition on the executors (``core.spark``)."""
+    a frame of queries does not come here but answers each partition on the executors (``core.contract.spark``)."""
 
     FRAMEWORK = "SparkFramework"
 

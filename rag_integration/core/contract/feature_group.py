@@ -8,15 +8,15 @@ from typing import Any, ClassVar
 from mloda.provider import ComputeFramework, FeatureGroup, FeatureSet
 from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 
+from rag_integration.core.contract.declarations import check_request_options, check_selector
+from rag_integration.core.contract.frames import FrameAdapter, adapter_for, framework_classes
+from rag_integration.core.contract.schema import Shape, passages_shape
 from rag_integration.core.deadline import DEADLINE_OPTION, Deadline, check_deadline, deadline_scope
-from rag_integration.core.declarations import check_request_options, check_selector
-from rag_integration.core.documents import Corpus
+from rag_integration.core.documents.corpus import Corpus
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, short_repr
 from rag_integration.core.extras import modules_installed
-from rag_integration.core.frames import FrameAdapter, adapter_for, framework_classes
 from rag_integration.core.options import OptionReader
 from rag_integration.core.progress import showing_progress, step
-from rag_integration.core.schema import Shape, passages_shape
 
 
 class SelectorFeatureGroup(FeatureGroup):
@@ -24,7 +24,7 @@ class SelectorFeatureGroup(FeatureGroup):
 
     A family base leaves ``BACKEND`` as None and therefore matches nothing; each backend sets it, so values are
     disjoint per backend. A selector naming no enabled backend, and a key no backend of the request declares in
-    ``OPTIONS``, are refused with our typed errors while mloda matches (``core.declarations``).
+    ``OPTIONS``, are refused with our typed errors while mloda matches (``core.contract.declarations``).
     """
 
     FAMILY: ClassVar[str] = ""
@@ -114,7 +114,7 @@ class SelectorFeatureGroup(FeatureGroup):
 
     @classmethod
     def compute_framework_rule(cls) -> set[type[ComputeFramework]] | None:
-        """The frameworks every connector serves: the loaded mloda frameworks that ``core.frames`` has an adapter for."""
+        """The frameworks every connector serves: the loaded mloda frameworks that ``core.contract.frames`` has an adapter for."""
         return framework_classes()
 
     @classmethod
@@ -140,7 +140,7 @@ class SelectorFeatureGroup(FeatureGroup):
 
     @classmethod
     def output_shape(cls, reader: OptionReader) -> Shape:
-        """The typed shape of one output row (``core.schema``); passages unless a family says otherwise."""
+        """The typed shape of one output row (``core.contract.schema``); passages unless a family says otherwise."""
         return passages_shape(reader.boolean("return_metadata", default=False))
 
     @classmethod

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
+from rag_integration.core.contract.schema import STRING, Shape
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.errors import ConnectorError, DeadlineExceededError
 from rag_integration.core.options import OptionReader
-from rag_integration.core.schema import STRING, Shape
 
 T = TypeVar("T")
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from rag_integration.core.deadline import within_deadline
 from rag_integration.core.errors import DeadlineExceededError, InvalidOptionError, RemoteServiceError, short_repr
-from rag_integration.core.http import Endpoint, HttpReply, late, post, read_http_url
 from rag_integration.core.options import OptionReader
+from rag_integration.core.remote.http import Endpoint, HttpReply, late, post, read_http_url
 
 LOG = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rag_integration.core.frames import PYSPARK_PANDAS_WARNING, PyArrowAdapter
-from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
+from rag_integration.core.contract.frames import PYSPARK_PANDAS_WARNING, PyArrowAdapter
+from rag_integration.core.contract.schema import Shape, arrow_type
+from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader
-from rag_integration.core.schema import Shape, arrow_type
 
 
 @dataclass(frozen=True)

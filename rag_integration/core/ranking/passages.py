@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rag_integration.core.documents import Document, MetadataFilter
+from rag_integration.core.documents.corpus import Document, MetadataFilter
 from rag_integration.core.errors import RankingContractError
 
 Hits = list[tuple[int, float]]

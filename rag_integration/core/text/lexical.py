@@ -9,7 +9,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from rag_integration.core.text import ENGLISH_STOPWORDS, WORD_PATTERN, content_words
+from rag_integration.core.text.words import ENGLISH_STOPWORDS, WORD_PATTERN, content_words
 
 
 def lexical_scores(query: str, texts: Sequence[str], *, k1: float = 1.2, b: float = 0.75) -> list[float]:

@@ -29,8 +29,8 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from rag_integration.core.documents.files import read_regular_file
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
-from rag_integration.core.files import read_regular_file
 
 LOGGER = logging.getLogger(__name__)
 

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag_integration.core.documents import Corpus, Document, MetadataFilter, read_documents, read_passages
+from rag_integration.core.contract.feature_group import source_feature_name
+from rag_integration.core.contract.frames import column_values
+from rag_integration.core.documents.corpus import Corpus, Document, MetadataFilter, read_documents, read_passages
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
-from rag_integration.core.feature_group import source_feature_name
-from rag_integration.core.frames import column_values
 from rag_integration.core.options import REQUIRED, OptionReader
 from rag_integration.core.unicode_text import require_valid_text, require_valid_texts
 

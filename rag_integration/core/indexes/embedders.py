@@ -20,12 +20,12 @@ import numpy.typing as npt
 from rag_integration.core.errors import ConnectorError, InvalidOptionError
 from rag_integration.core.extras import require_module
 from rag_integration.core.progress import step
-from rag_integration.core.text import content_words
+from rag_integration.core.text.words import content_words
 from rag_integration.core.unicode_text import require_valid_texts
 
 EMBEDDED_TEXT = "text to embed"
 """What an embedder's ``InvalidTextError`` names: every option carrying text is checked where it is read, so this
-one only fires for text that a caller built without reading it through ``core.queries`` or ``core.documents``."""
+one only fires for text that a caller built without reading it through ``core.contract.queries`` or ``core.documents.corpus``."""
 
 Vectors = npt.NDArray[np.float32]
 

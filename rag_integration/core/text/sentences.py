@@ -14,7 +14,7 @@ CJK/Arabic/Devanagari terminators of ``SENTENCE_MARKS`` always end one, the CJK 
 
 Clauses are finer: a clause also ends at ``, ; :`` and their CJK and Arabic forms (``CLAUSE_MARKS``), before a
 closing bracket or quote and before a spaced dash, and starts after an opening one. ``starts_clause`` and
-``ends_clause`` say so for one position; ``core.grounding`` adds the sentence boundaries of the source, so a quote
+``ends_clause`` say so for one position; ``core.text.grounding`` adds the sentence boundaries of the source, so a quote
 may run from any clause start to any clause end.
 """
 

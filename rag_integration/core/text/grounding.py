@@ -24,11 +24,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rag_integration.core.documents import Document
+from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import GroundingError, short_repr
-from rag_integration.core.lexical import lexical_scores
-from rag_integration.core.sentences import ends_clause, sentence_spans, sentences, split_sentences, starts_clause
-from rag_integration.core.text import content_words
+from rag_integration.core.text.lexical import lexical_scores
+from rag_integration.core.text.sentences import ends_clause, sentence_spans, sentences, split_sentences, starts_clause
+from rag_integration.core.text.words import content_words
 
 MARKER = re.compile(r"\[(\d+)\]")
 _MARKER_LIKE = re.compile(r"(?<!\s)\s*+\[\d++\]")
@@ -82,7 +82,7 @@ _SHRINKING_SPACE = re.compile(r"\s{2,}|[^\S ]")
 
 @dataclass(frozen=True)
 class QuoteSource:
-    """A passage in quote form with the positions where its sentences (as ``core.sentences`` cuts them: blocks,
+    """A passage in quote form with the positions where its sentences (as ``core.text.sentences`` cuts them: blocks,
     headings, list items, sentence marks) start and end, so a quote of a heading or of a sentence after one is a
     whole clause even where no punctuation says so."""
 

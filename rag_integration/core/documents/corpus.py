@@ -86,7 +86,7 @@ def _own_metadata(extra: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     if "metadata" not in extra:
         return MappingProxyType(rest)
     nested = extra["metadata"]
-    if isinstance(nested, str):  # the JSON text the columnar frameworks carry metadata as (core.schema)
+    if isinstance(nested, str):  # the JSON text the columnar frameworks carry metadata as (core.contract.schema)
         nested = _json_object(nested)
     if not isinstance(nested, Mapping):
         raise InvalidOptionError(f"{where}.metadata", nested, "a dict of metadata, or its JSON text")
