@@ -163,6 +163,11 @@ def _range_text(kind: str, minimum: float | None, maximum: float | None, exclusi
     return kind
 
 
+@dataclass(frozen=True)
+class NoSettings:
+    """The settings of a backend without options of its own."""
+
+
 KINDS = ("string", "integer", "number", "boolean", "choice", "path", "sequence", "string_or_strings")
 
 
@@ -227,6 +232,8 @@ class OptionSpec:
     def default_text(self) -> str:
         if self.default is REQUIRED:
             return "required"
+        if self.default is None:
+            return "unset"
         return f"`{self.default}`" if isinstance(self.default, str) else str(self.default)
 
 

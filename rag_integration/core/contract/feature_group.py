@@ -15,7 +15,7 @@ from rag_integration.core.deadline import DEADLINE_OPTION, Deadline, check_deadl
 from rag_integration.core.documents.corpus import Corpus
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, short_repr
 from rag_integration.core.extras import modules_installed
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import NoSettings, OptionReader, option_specs, read_options
 from rag_integration.core.progress import showing_progress, step
 
 
@@ -41,17 +41,31 @@ class SelectorFeatureGroup(FeatureGroup):
     """The option keys this class reads, besides the selector, ``SOURCE_OPTIONS`` and ``CORPUS_OPTIONS``. A family
     base lists the family's keys and a backend only its own: ``declared_options`` adds up the whole class ladder."""
 
+    SETTINGS: ClassVar[type[Any] | None] = None
+    """The frozen dataclass a backend's own options are read into; each option is declared once, as a field
+    (``core.options.option``), and adds its key to ``declared_options``."""
+
     @classmethod
     def declared_options(cls) -> frozenset[str]:
-        """Every option key a request for this backend may carry: ``OPTIONS`` of this class and its bases."""
+        """Every option key a request for this backend may carry: ``OPTIONS`` and ``SETTINGS`` of this class and
+        its bases."""
         keys: set[str] = set()
         for klass in cls.__mro__:
             keys.update(klass.__dict__.get("OPTIONS", ()))
+            settings = klass.__dict__.get("SETTINGS")
+            if settings is not None:
+                keys.update(spec.key for spec in option_specs(settings))
         keys.add(cls.SELECTOR)
         keys.update(cls.CORPUS_OPTIONS)
         for source_option, inline_option in cls.SOURCE_OPTIONS.items():
             keys.update((source_option, inline_option))
         return frozenset(keys)
+
+    @classmethod
+    def read_settings(cls, reader: OptionReader) -> Any:
+        """The backend's options as a frozen, picklable dataclass, validated once per request: ``SETTINGS`` read
+        from its declarations, or ``NoSettings``. Override to check options against each other."""
+        return read_options(cls.SETTINGS, reader) if cls.SETTINGS is not None else NoSettings()
 
     @classmethod
     def serves(cls, feature_name: str) -> bool:

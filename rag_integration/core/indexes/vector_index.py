@@ -18,7 +18,7 @@ import numpy.typing as npt
 from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.extras import require_module
 from rag_integration.core.indexes.store import load_npy, save_npy
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import OptionReader, OptionSpec
 from rag_integration.core.ranking.passages import Hits
 
 FAISS_INDEX_TYPES = ("flat", "hnsw", "ivf")
@@ -95,9 +95,19 @@ class FaissSettings:
         }
 
 
+SEARCH_THREADS = OptionSpec(
+    "search_threads",
+    "integer",
+    "threads one search may use (`bm25s`, `faiss`, `hybrid_rrf`, `vector_store`); any count ranks the same",
+    default=1,
+    minimum=1,
+    maximum=MAX_SEARCH_THREADS,
+)
+
+
 def read_search_threads(reader: OptionReader) -> int:
-    """``search_threads`` (int >= 1, default 1): one thread is deterministic and starts no worker pool."""
-    threads: int = reader.integer("search_threads", default=1, minimum=1, maximum=MAX_SEARCH_THREADS)
+    """``search_threads`` as declared in ``SEARCH_THREADS``."""
+    threads: int = SEARCH_THREADS.read(reader)
     return threads
 
 

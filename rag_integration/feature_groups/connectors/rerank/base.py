@@ -48,7 +48,7 @@ class BaseRerankConnector(SelectorFeatureGroup):
         query: str,
         candidates: Sequence[Document],
         top_k: int,
-        settings: Mapping[str, Any],
+        settings: Any,
         return_metadata: bool = False,
     ) -> list[dict[str, Any]]:
         if not candidates:
@@ -65,11 +65,6 @@ class BaseRerankConnector(SelectorFeatureGroup):
         ]
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
-        """Backend options, read and checked once per request."""
-        return {}
-
-    @classmethod
-    def score(cls, query: str, texts: list[str], settings: Mapping[str, Any]) -> Sequence[float]:
+    def score(cls, query: str, texts: list[str], settings: Any) -> Sequence[float]:
         """One relevance score per text (higher is better), in the order given."""
         raise NotImplementedError

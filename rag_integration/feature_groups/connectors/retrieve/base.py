@@ -56,11 +56,6 @@ class RetrieveRequest:
         )
 
 
-@dataclass(frozen=True)
-class NoSettings:
-    """The settings of a backend without options of its own."""
-
-
 class BaseRetrieveConnector(SelectorFeatureGroup):
     """``retrieved_passages``: ranked passages for one query or a batch of queries over one corpus."""
 
@@ -169,11 +164,6 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         return search_with_exact_ties(
             lambda batch, depth: cls.search(index, batch, depth, allowed, settings), queries, top_k, document_count
         )
-
-    @classmethod
-    def read_settings(cls, reader: OptionReader) -> Any:
-        """The backend's options as a frozen, picklable dataclass, validated once per request."""
-        return NoSettings()
 
     @classmethod
     def index_settings(cls, settings: Any) -> Any:
