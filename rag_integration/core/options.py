@@ -224,6 +224,8 @@ class OptionSpec:
         names = {"integer": "int", "number": "number", "boolean": "bool", "string": "str", "path": "path"}
         text = names.get(self.kind, self.kind.replace("_", " "))
         if self.minimum is not None and self.maximum is not None:
+            if self.exclusive_minimum:
+                return f"{text} in ({_bound(self.minimum)}, {_bound(self.maximum)}]"
             return f"{text} {_bound(self.minimum)}..{_bound(self.maximum)}"
         if self.minimum is not None:
             return f"{text} {'>' if self.exclusive_minimum else '>='} {_bound(self.minimum)}"
