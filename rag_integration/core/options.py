@@ -185,6 +185,8 @@ class OptionSpec:
     exclusive_minimum: bool = False
     choices: tuple[str, ...] = ()
     allow_empty: bool = False
+    shown_as: str = ""
+    """The type column of the docs' tables, when the kind and bounds alone would say too little."""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -219,6 +221,8 @@ class OptionSpec:
 
     def type_text(self) -> str:
         """The kind with its bounds, as the options tables print it."""
+        if self.shown_as:
+            return self.shown_as
         if self.kind == "choice":
             return "one of " + ", ".join(f"`{choice}`" for choice in self.choices)
         names = {"integer": "int", "number": "number", "boolean": "bool", "string": "str", "path": "path"}
@@ -235,8 +239,12 @@ class OptionSpec:
         if self.default is REQUIRED:
             return "required"
         if self.default is None:
-            return "unset"
-        return f"`{self.default}`" if isinstance(self.default, str) else str(self.default)
+            return "none"
+        if isinstance(self.default, str):
+            return f"`{self.default}`"
+        if isinstance(self.default, float) and not isinstance(self.default, bool):
+            return _bound(self.default)
+        return str(self.default)
 
 
 OPTION_METADATA = "rag_integration.option"
@@ -252,9 +260,10 @@ def option(
     maximum: float | None = None,
     exclusive_minimum: bool = False,
     choices: tuple[str, ...] = (),
+    shown_as: str = "",
 ) -> Any:
     """A settings dataclass field declaring one option: ``k1: float = option("bm25_k1", "number", "...", ...)``."""
-    spec = OptionSpec(key, kind, help, default, minimum, maximum, exclusive_minimum, choices)
+    spec = OptionSpec(key, kind, help, default, minimum, maximum, exclusive_minimum, choices, shown_as=shown_as)
     return spec.field()
 
 

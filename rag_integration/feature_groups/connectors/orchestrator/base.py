@@ -97,7 +97,7 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
 
     @classmethod
     def orchestrated_rows(
-        cls, request: OrchestratorRequest, settings: Mapping[str, Any], policy: ErrorPolicy | None = None
+        cls, request: OrchestratorRequest, settings: Any, policy: ErrorPolicy | None = None
     ) -> list[dict[str, Any]]:
         """One grounded row per query; an empty corpus has nothing to ground in, so the engine is not asked. Under
         ``on_error="row"`` an answer that fails its grounding check becomes its own error row."""
@@ -130,7 +130,7 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
 
     @classmethod
     def timed_answers(
-        cls, request: OrchestratorRequest, settings: Mapping[str, Any]
+        cls, request: OrchestratorRequest, settings: Any
     ) -> Iterator[tuple[EngineAnswer, Callable[[], None] | None]]:
         """The engine's answers in query order, each with the check its grounding calls between steps (none here);
         a backend with a time limit yields one answer at a time, so its limit also covers that answer's grounding."""
@@ -143,22 +143,17 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
             yield answer, None
 
     @classmethod
-    def cached_engine(cls, documents: Sequence[Document], settings: Mapping[str, Any]) -> Any:
+    def cached_engine(cls, documents: Sequence[Document], settings: Any) -> Any:
         """The engine built for this corpus and these settings, reused until the corpus or a setting changes."""
         key = IndexKey.of(str(cls.BACKEND), settings, corpus_fingerprint(documents))
         return INDEX_CACHE.get_or_build(key, lambda: cls.build_engine(documents, settings))
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
-        """Backend options, validated before anything runs; JSON-serialisable (part of the engine's cache key)."""
-        return {}
-
-    @classmethod
-    def build_engine(cls, documents: Sequence[Document], settings: Mapping[str, Any]) -> Any:
+    def build_engine(cls, documents: Sequence[Document], settings: Any) -> Any:
         raise NotImplementedError
 
     @classmethod
-    def orchestrate(cls, request: OrchestratorRequest, settings: Mapping[str, Any]) -> list[EngineAnswer]:
+    def orchestrate(cls, request: OrchestratorRequest, settings: Any) -> list[EngineAnswer]:
         """What the engine answers for each query of ``request``, in order."""
         raise NotImplementedError
 

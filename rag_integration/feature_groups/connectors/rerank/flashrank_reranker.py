@@ -29,13 +29,13 @@ class FlashRankOptions:
     model: str | None = option(
         "flashrank_model",
         "string",
-        "one of FlashRank's pairwise models; unset: FlashRank's default, `ms-marco-TinyBERT-L-2-v2`",
+        "one of FlashRank's pairwise models; none: FlashRank's default, `ms-marco-TinyBERT-L-2-v2`",
         default=None,
     )
     model_dir: Path | None = option(
         "flashrank_model_dir",
         "path",
-        "the folder holding `<flashrank_model>/`, or that model folder itself; unset: FlashRank's cache folder",
+        "the folder holding `<flashrank_model>/`, or that model folder itself; none: FlashRank's cache folder",
         default=None,
     )
     max_length: int = option(
