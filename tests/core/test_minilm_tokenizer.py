@@ -63,5 +63,5 @@ def test_a_tampered_tokenizer_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_lock_file_holds_no_internal_looking_package() -> None:
-    lock = Path(__file__).resolve().parent.parent / "uv.lock"
+    lock = Path(__file__).resolve().parents[2] / "uv.lock"
     assert "internal" not in lock.read_text(encoding="utf-8").lower()

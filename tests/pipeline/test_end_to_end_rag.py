@@ -24,7 +24,7 @@ from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
 from rag_integration.testing.generate import assert_grounded
 from rag_integration.testing.tiny_flashrank import build_tiny_flashrank_model
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "pipeline_example.md"
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "pipeline_example.md"
 CORPUS: list[dict[str, Any]] = [
     {"doc_id": "oil", "lang": "en", "text": "Change the engine oil every 10,000 km. Use 4.5 litres for a small car."},
     {"doc_id": "tyres", "lang": "en", "text": "Check the tyre pressure monthly. Worn tyres brake badly."},

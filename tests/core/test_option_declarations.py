@@ -19,7 +19,7 @@ from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieve
 from rag_integration.registry import backend_classes
 from rag_integration.testing.runner import run_feature
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 @dataclass(frozen=True)

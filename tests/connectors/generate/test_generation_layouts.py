@@ -21,7 +21,7 @@ from rag_integration.feature_groups.connectors.generate.template_responder impor
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
 from rag_integration.feature_groups.connectors.structured import AggregateSql
 
-XQUAD = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "xquad"
+XQUAD = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "xquad"
 BODY = "Change the engine oil every 10,000 km."
 
 

@@ -232,7 +232,7 @@ def test_a_failing_server_is_a_remote_service_error() -> None:
 
 def test_the_documented_example_runs_as_written(chat_server: FakeChatServer) -> None:
     """docs/structured.md's llm example, pointed at this server instead of Ollama."""
-    text = (Path(__file__).resolve().parents[1] / "docs" / "structured.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[3] / "docs" / "structured.md").read_text(encoding="utf-8")
     [block] = [block for block in re.findall(r"```python\n(.*?)```", text, re.S) if "LlmSql" in block]
     assert "http://127.0.0.1:11434/v1" in block
     namespace: dict[str, Any] = {}

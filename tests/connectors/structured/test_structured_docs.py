@@ -13,7 +13,7 @@ from rag_integration.core.errors import InvalidOptionError
 from rag_integration.feature_groups.connectors.structured import AggregateSql, BaseStructuredConnector, RuleBasedSql
 from rag_integration.testing.runner import run_feature
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "structured.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "structured.md"
 BACKENDS: dict[str, type[BaseStructuredConnector]] = {"rule_based": RuleBasedSql, "aggregate": AggregateSql}
 
 

@@ -111,7 +111,7 @@ def test_retrieve_rerank_llm_chain_in_one_run_all(chat_server: FakeChatServer) -
 
 def test_the_documented_chain_runs_as_written(chat_server: FakeChatServer) -> None:
     """docs/generate.md's retrieve -> rerank -> llm example, pointed at this server instead of Ollama."""
-    text = (Path(__file__).resolve().parents[1] / "docs" / "generate.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[3] / "docs" / "generate.md").read_text(encoding="utf-8")
     [block] = [block for block in re.findall(r"```python\n(.*?)```", text, re.S) if "LlmResponder" in block]
     assert "http://127.0.0.1:11434/v1" in block
     namespace: dict[str, Any] = {}

@@ -115,6 +115,6 @@ def test_upstream_query_rows_must_be_strings() -> None:
 
 
 def test_the_example_in_the_docs_runs() -> None:
-    text = (Path(__file__).parent.parent / "docs" / "orchestrator.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[3] / "docs" / "orchestrator.md").read_text(encoding="utf-8")
     [example] = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
     exec(compile(example, "docs/orchestrator.md", "exec"), {})
