@@ -18,8 +18,8 @@ from rag_integration.core.errors import InvalidOptionError, RemoteServiceError, 
 from rag_integration.core.options import OptionReader
 from rag_integration.core.remote.llm_client import LlmSettings
 from rag_integration.feature_groups.connectors.structured import LlmSql, TableSpec, llm_sql
-from rag_integration.feature_groups.connectors.structured.llm_sql import describe
-from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
+from rag_integration.feature_groups.connectors.structured.llm_sql import describe_table
+from rag_integration.feature_groups.connectors.structured.sql.sandbox import SqliteSandbox
 from rag_integration.testing.runner import run_feature
 from rag_integration.testing.structured import (
     COLUMNS,
@@ -127,7 +127,7 @@ def test_hostile_sql_from_the_model_is_refused_and_nothing_runs(
     chat_server.script += [model_reply(hostile), model_reply(hostile)]
     settings = LlmSettings.read(OptionReader(llm_options()))
     with pytest.raises(SqlSafetyError, match="asked twice") as caught:
-        LlmSql.ask_model(sandbox, "list employees", settings, describe(sandbox.table))
+        LlmSql.ask_model(sandbox, "list employees", settings, describe_table(sandbox.table))
     assert "nothing ran" in str(caught.value)
     assert executed == []
     assert sandbox_snapshot(sandbox) == before
@@ -193,7 +193,7 @@ def test_the_table_is_described_once_per_request_and_the_deadline_checked_per_qu
 ) -> None:
     described: list[str] = []
     checked: list[str] = []
-    monkeypatch.setattr(llm_sql, "describe", lambda table: described.append(table.name) or describe(table))
+    monkeypatch.setattr(llm_sql, "describe_table", lambda table: described.append(table.name) or describe_table(table))
     monkeypatch.setattr(per_query, "check_deadline", checked.append)
     questions = ["how many employees", "how many employees", "how many employees"]
     rows = run_feature("structured_rows", {**ask_request(), "question": questions}, {LlmSql})
@@ -215,7 +215,7 @@ def test_describe_stops_reading_a_column_once_it_has_its_samples() -> None:
         OptionReader({"table_name": TABLE, "columns": ["n"], "rows": [{"n": i} for i in range(1000)]})
     )
     counted = dataclasses.replace(spec, rows=CountedRows(spec.rows))
-    assert describe(counted).endswith("- n (integer), e.g. 0, 1, 2")
+    assert describe_table(counted).endswith("- n (integer), e.g. 0, 1, 2")
     assert CountedRows.read == 3
 
 
