@@ -216,8 +216,11 @@ class OptionSpec:
         return reading(self.key, default=self.default)
 
     def field(self) -> Any:
-        """A dataclass field carrying this declaration (a fresh one per class that uses it)."""
-        return dataclasses.field(metadata={OPTION_METADATA: self})
+        """A dataclass field carrying this declaration (a fresh one per class that uses it), with the option's
+        default as the field's, so settings can also be made by hand."""
+        if self.default is REQUIRED:
+            return dataclasses.field(metadata={OPTION_METADATA: self})
+        return dataclasses.field(default=self.default, metadata={OPTION_METADATA: self})
 
     def type_text(self) -> str:
         """The kind with its bounds, as the options tables print it."""

@@ -20,22 +20,11 @@ from dataclasses import dataclass
 
 from rag_integration.core.deadline import within_deadline
 from rag_integration.core.errors import DeadlineExceededError, InvalidOptionError, RemoteServiceError, short_repr
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import OptionReader, option, option_specs, read_options
 from rag_integration.core.remote.http import Endpoint, HttpReply, late, post, read_http_url
 
 LOG = logging.getLogger(__name__)
 
-OPTIONS = (
-    "llm_base_url",
-    "llm_model",
-    "llm_api_key_env",
-    "llm_timeout",
-    "llm_max_tokens",
-    "llm_temperature",
-    "llm_seed",
-    "llm_max_retries",
-)
-"""The option keys every LLM backend reads (declare them with the backend's own)."""
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 3600.0
 DEFAULT_MAX_TOKENS = 512
@@ -56,32 +45,65 @@ Message = Mapping[str, str]
 class LlmSettings:
     """Where and how to ask; ``api_key_env`` is the *name* of the variable holding the key, never the key."""
 
-    base_url: str
-    model: str
-    api_key_env: str | None = None
-    timeout: float = DEFAULT_TIMEOUT
-    max_tokens: int = DEFAULT_MAX_TOKENS
-    temperature: float = 0.0
-    seed: int = DEFAULT_SEED
-    max_retries: int = DEFAULT_MAX_RETRIES
+    base_url: str = option(
+        "llm_base_url",
+        "string",
+        "the server's OpenAI-compatible base (`.../v1`); `/chat/completions` is appended. No credentials, query or "
+        "fragment in the URL, and a host name that can be encoded (labels of at most 63 characters)",
+        shown_as="http(s) URL",
+    )
+    model: str = option("llm_model", "string", "the model name the server knows")
+    api_key_env: str | None = option(
+        "llm_api_key_env",
+        "string",
+        "the *name* of an environment variable holding the API key, sent as `Authorization: Bearer ...`. The key is "
+        "read when the request is sent, never stored in options or settings, and masked (`***`) in any error or log "
+        "text, even when a server echoes it",
+        default=None,
+    )
+    timeout: float = option(
+        "llm_timeout",
+        "number",
+        "seconds for the whole request: connecting, sending, reading, and every retry and pause; past it, "
+        "`DeadlineExceededError`",
+        default=DEFAULT_TIMEOUT,
+        minimum=0.0,
+        maximum=MAX_TIMEOUT,
+        exclusive_minimum=True,
+        shown_as="number > 0, at most 3600",
+    )
+    max_tokens: int = option(
+        "llm_max_tokens", "integer", "the reply's token limit", default=DEFAULT_MAX_TOKENS, minimum=1, maximum=1_000_000
+    )
+    temperature: float = option(
+        "llm_temperature",
+        "number",
+        "sampling temperature; 0 (with the fixed seed) for answers that repeat",
+        default=0.0,
+        minimum=0.0,
+        maximum=2.0,
+    )
+    seed: int = option(
+        "llm_seed", "integer", "the seed sent with every request", default=DEFAULT_SEED, minimum=0, maximum=2**31 - 1
+    )
+    max_retries: int = option(
+        "llm_max_retries",
+        "integer",
+        "retries after HTTP 429, 500, 502, 503 or 504, with backoff (0.25 s doubling, at most 8 s) or the server's "
+        "`Retry-After` seconds; a pause that would end past `llm_timeout` raises `DeadlineExceededError` instead",
+        default=DEFAULT_MAX_RETRIES,
+        minimum=0,
+        maximum=10,
+    )
 
     @classmethod
     def read(cls, reader: OptionReader) -> LlmSettings:
+        """The declared options, with the URL checked by the one HTTP rule and the key's variable name checked."""
         api_key_env = reader.string("llm_api_key_env", default=None)
         if api_key_env is not None and not _ENV_NAME.fullmatch(api_key_env):
             raise InvalidOptionError("llm_api_key_env", api_key_env, "the name of an environment variable")
-        return cls(
-            base_url=read_http_url(reader, "llm_base_url", example="http://127.0.0.1:11434/v1"),
-            model=reader.string("llm_model"),
-            api_key_env=api_key_env,
-            timeout=reader.number(
-                "llm_timeout", default=DEFAULT_TIMEOUT, minimum=0.0, exclusive_minimum=True, maximum=MAX_TIMEOUT
-            ),
-            max_tokens=reader.integer("llm_max_tokens", default=DEFAULT_MAX_TOKENS, minimum=1, maximum=1_000_000),
-            temperature=reader.number("llm_temperature", default=0.0, minimum=0.0, maximum=2.0),
-            seed=reader.integer("llm_seed", default=DEFAULT_SEED, minimum=0, maximum=2**31 - 1),
-            max_retries=reader.integer("llm_max_retries", default=DEFAULT_MAX_RETRIES, minimum=0, maximum=10),
-        )
+        base_url = read_http_url(reader, "llm_base_url", example="http://127.0.0.1:11434/v1")
+        return dataclasses.replace(read_options(cls, reader), base_url=base_url)
 
     @property
     def url(self) -> str:
@@ -183,3 +205,7 @@ def _content(reply: HttpReply, url: str, secret: str | None) -> str:
         problem = f"sent no choices[0].message.content string: {_detail(reply.body, secret)}"
         raise RemoteServiceError("llm_base_url", url, problem)
     return _THINKING.sub("", content, count=1).strip()
+
+
+OPTIONS = tuple(spec.key for spec in option_specs(LlmSettings))
+"""The option keys every LLM backend reads, from ``LlmSettings``'s declarations."""

@@ -88,11 +88,6 @@ class BaseGenerateConnector(SelectorFeatureGroup):
         check_grounded(answer, passages, cls.__name__)
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> Any:
-        """The backend's own settings as a frozen dataclass (None when it has none)."""
-        return None
-
-    @classmethod
     def respond(cls, query: str, passages: Sequence[Document], settings: Any) -> Answer:
         """The answer for one query over non-empty passages; usually ``compose(picked sentences, passages)``."""
         raise NotImplementedError
