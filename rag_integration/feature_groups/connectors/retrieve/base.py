@@ -172,17 +172,44 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
 
     @classmethod
     def build_index(cls, documents: Sequence[Document], settings: Any) -> Any:
-        """A picklable index over ``documents``, given ``index_settings``."""
+        """A picklable index over ``documents``, given ``index_settings``.
+
+        Args:
+            documents: the corpus, validated (unique doc_ids, valid Unicode); positions are the hits' positions.
+            settings: what ``index_settings`` returned; the index is cached under it and the corpus fingerprint.
+
+        Raises:
+            BackendUnavailableError: the library is not installed (``core.extras.require_module`` says which extra).
+        """
         raise NotImplementedError
 
     @classmethod
     def search(cls, index: Any, queries: list[str], depth: int, allowed: AllowedMask, settings: Any) -> list[Hits]:
-        """Up to ``depth`` best ``(document position, score)`` hits per query, never one outside ``allowed``."""
+        """Up to ``depth`` best ``(document position, score)`` hits per query, never one outside ``allowed``.
+
+        Args:
+            index: what ``build_index`` or ``load_index`` returned.
+            queries: the batch, in order; answer each with its own list, in the same order.
+            depth: how many hits a query may return at most; the base widens it itself when ties reach the cut.
+            allowed: a boolean mask over document positions (the request's ``filters``), or None for all.
+            settings: the request's full settings (search-only ones such as ``search_threads`` included).
+
+        Returns hits in any order: the base drops scores <= 0, sorts, and breaks ties by doc_id. A position out of
+        range or a non-finite score is refused by the base with ``RankingContractError``.
+        """
         raise NotImplementedError
 
     @classmethod
     def save_index(cls, index: Any, folder: Path) -> None:
-        """Write the index's files into ``folder`` (a fresh staging folder of ``core.indexes.store``)."""
+        """Write the index's files into ``folder`` (a fresh staging folder of ``core.indexes.store``).
+
+        Args:
+            index: what ``build_index`` returned.
+            folder: an empty folder; the store adds the manifest and checksums and publishes it atomically.
+
+        Write plain arrays and JSON (``core.indexes.store.save_npy``), never pickles: ``load_index`` must be
+        able to read the files back when someone else wrote them.
+        """
         raise NotImplementedError
 
     @classmethod
