@@ -18,7 +18,7 @@ import numpy.typing as npt
 from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.extras import require_module
 from rag_integration.core.indexes.store import load_npy, save_npy
-from rag_integration.core.options import OptionReader, OptionSpec
+from rag_integration.core.options import OptionReader, OptionSpec, option, option_specs, read_options
 from rag_integration.core.ranking.passages import Hits
 
 FAISS_INDEX_TYPES = ("flat", "hnsw", "ivf")
@@ -31,26 +31,49 @@ MAX_SEARCH_THREADS = 1024
 """Largest ``search_threads``: OpenMP takes a C int, and no machine this runs on has more cores."""
 
 
+SEARCH_THREADS = OptionSpec(
+    "search_threads",
+    "integer",
+    "threads one search may use (`bm25s`, `faiss`, `hybrid_rrf`, `vector_store`); any count ranks the same",
+    default=1,
+    minimum=1,
+    maximum=MAX_SEARCH_THREADS,
+)
+
+
 @dataclass(frozen=True)
 class FaissIndexSettings:
     """What shapes a FAISS index, hence part of its cache key: the kind and its build knobs."""
 
-    kind: str = "flat"
-    hnsw_m: int = 32
-    ivf_nlist: int = 0
+    kind: str = option(
+        "faiss_index",
+        "choice",
+        "`flat` (exact), `hnsw` or `ivf` (approximate, for large corpora)",
+        default="flat",
+        choices=FAISS_INDEX_TYPES,
+    )
+    hnsw_m: int = option("hnsw_m", "integer", "HNSW graph degree", default=32, minimum=4, maximum=256)
+    ivf_nlist: int = option(
+        "ivf_nlist",
+        "integer",
+        "IVF cells (0: about 4·√n, at least 39 documents per cell)",
+        default=0,
+        minimum=0,
+        maximum=MAX_SEARCH_BREADTH,
+    )
 
 
 @dataclass(frozen=True)
 class FaissSearchSettings:
     """What only steers a search (never part of a key): HNSW breadth, IVF cells probed, OpenMP threads."""
 
-    hnsw_ef_search: int = 128
-    ivf_nprobe: int = 8
-    threads: int = 1
-
-
-FAISS_OPTIONS = ("faiss_index", "hnsw_m", "ivf_nlist", "hnsw_ef_search", "ivf_nprobe", "search_threads")
-"""The option keys ``FaissSettings.read`` reads: declared by every backend that builds or searches a FAISS index."""
+    hnsw_ef_search: int = option(
+        "hnsw_ef_search", "integer", "HNSW search breadth", default=128, minimum=1, maximum=MAX_SEARCH_BREADTH
+    )
+    ivf_nprobe: int = option(
+        "ivf_nprobe", "integer", "IVF cells probed", default=8, minimum=1, maximum=MAX_SEARCH_BREADTH
+    )
+    threads: int = SEARCH_THREADS.field()
 
 
 @dataclass(frozen=True)
@@ -63,18 +86,7 @@ class FaissSettings:
     @classmethod
     def read(cls, reader: OptionReader) -> FaissSettings:
         """``faiss_index`` and its tuning knobs, validated; ``search_threads`` as well."""
-        return cls(
-            FaissIndexSettings(
-                kind=reader.choice("faiss_index", FAISS_INDEX_TYPES, default="flat"),
-                hnsw_m=reader.integer("hnsw_m", default=32, minimum=4, maximum=256),
-                ivf_nlist=reader.integer("ivf_nlist", default=0, minimum=0, maximum=MAX_SEARCH_BREADTH),
-            ),
-            FaissSearchSettings(
-                hnsw_ef_search=reader.integer("hnsw_ef_search", default=128, minimum=1, maximum=MAX_SEARCH_BREADTH),
-                ivf_nprobe=reader.integer("ivf_nprobe", default=8, minimum=1, maximum=MAX_SEARCH_BREADTH),
-                threads=read_search_threads(reader),
-            ),
-        )
+        return read_options(cls, reader)
 
     @classmethod
     def from_manifest(cls, raw: Mapping[str, Any], threads: int = 1) -> FaissSettings:
@@ -95,14 +107,8 @@ class FaissSettings:
         }
 
 
-SEARCH_THREADS = OptionSpec(
-    "search_threads",
-    "integer",
-    "threads one search may use (`bm25s`, `faiss`, `hybrid_rrf`, `vector_store`); any count ranks the same",
-    default=1,
-    minimum=1,
-    maximum=MAX_SEARCH_THREADS,
-)
+FAISS_OPTIONS = tuple(spec.key for spec in option_specs(FaissSettings))
+"""The option keys ``FaissSettings.read`` reads: declared by every backend that builds or searches a FAISS index."""
 
 
 def read_search_threads(reader: OptionReader) -> int:
