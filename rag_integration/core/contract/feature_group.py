@@ -11,6 +11,7 @@ from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 from rag_integration.core.contract.declarations import check_request_options, check_selector
 from rag_integration.core.contract.frames import FrameAdapter, adapter_for, framework_classes
 from rag_integration.core.contract.schema import Shape, passages_shape
+from rag_integration.core.contract.sources import Source
 from rag_integration.core.deadline import DEADLINE_OPTION, Deadline, check_deadline, deadline_scope
 from rag_integration.core.documents.corpus import Corpus
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, short_repr
@@ -33,12 +34,10 @@ class SelectorFeatureGroup(FeatureGroup):
     BACKEND: ClassVar[str | None] = None
     EXTRA: ClassVar[str | None] = None
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ()
-    CORPUS_OPTIONS: ClassVar[tuple[str, ...]] = ()
-    """Options holding a list of documents, turned into a ``Corpus`` when this backend is matched."""
-    SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {}
-    """Option naming an upstream feature -> the inline option it replaces (``queries_source`` -> ``query_text``)."""
+    SOURCES: ClassVar[tuple[Source, ...]] = ()
+    """The family's inputs that come inline or from an upstream feature (``core.contract.sources``)."""
     OPTIONS: ClassVar[tuple[str, ...]] = (DEADLINE_OPTION, "show_progress")
-    """The option keys this class reads, besides the selector, ``SOURCE_OPTIONS`` and ``CORPUS_OPTIONS``. A family
+    """The option keys this class reads, besides the selector and its ``SOURCES``. A family
     base lists the family's keys and a backend only its own: ``declared_options`` adds up the whole class ladder."""
 
     SETTINGS: ClassVar[type[Any] | None] = None
@@ -56,9 +55,8 @@ class SelectorFeatureGroup(FeatureGroup):
             if settings is not None:
                 keys.update(spec.key for spec in option_specs(settings))
         keys.add(cls.SELECTOR)
-        keys.update(cls.CORPUS_OPTIONS)
-        for source_option, inline_option in cls.SOURCE_OPTIONS.items():
-            keys.update((source_option, inline_option))
+        for source in cls.SOURCES:
+            keys.update((source.inline, source.upstream))
         return frozenset(keys)
 
     @classmethod
@@ -98,7 +96,7 @@ class SelectorFeatureGroup(FeatureGroup):
             check_selector(str(feature_name), options, cls.loaded_backends())
             return False
         check_request_options(options, cls.loaded_backends())
-        _compact_corpora(options, cls.CORPUS_OPTIONS)
+        _compact_corpora(options, tuple(source.inline for source in cls.SOURCES if source.documents))
         _set_aside_unwritable(options)
         return True
 
@@ -112,9 +110,9 @@ class SelectorFeatureGroup(FeatureGroup):
         mloda's resolution.
         """
         upstream: set[Feature] = set()
-        for source_option, inline_option in self.SOURCE_OPTIONS.items():
-            source = options.get(source_option)
-            if options.get(inline_option) is not None:
+        for declared in self.SOURCES:
+            source = options.get(declared.upstream)
+            if options.get(declared.inline) is not None:
                 continue
             if isinstance(source, Feature) or (
                 isinstance(source, str) and source.strip() and source != str(feature_name)

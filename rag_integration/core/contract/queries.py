@@ -13,6 +13,7 @@ from typing import Any
 
 from rag_integration.core.contract.feature_group import source_feature_name
 from rag_integration.core.contract.frames import column_values
+from rag_integration.core.contract.sources import CORPUS, QUERIES
 from rag_integration.core.documents.corpus import Corpus, Document, MetadataFilter, read_documents, read_passages
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.options import REQUIRED, OptionReader
@@ -22,36 +23,38 @@ from rag_integration.core.unicode_text import require_valid_text, require_valid_
 def read_queries(reader: OptionReader, data: Any) -> list[str]:
     """``query_text`` (a str or a list of str) or the rows of the upstream feature named by ``queries_source``, each
     valid Unicode (``core.unicode_text``)."""
-    if reader.has("query_text") and reader.has("queries_source"):
-        raise InvalidOptionError("queries_source", reader.raw("queries_source"), "either query_text or queries_source")
-    source = source_feature_name(reader, "queries_source")
+    if reader.has(QUERIES.inline) and reader.has(QUERIES.upstream):
+        raise InvalidOptionError(QUERIES.upstream, reader.raw(QUERIES.upstream), "either query_text or queries_source")
+    source = source_feature_name(reader, QUERIES.upstream)
     if source is not None:
-        queries = column_values(data, source, "queries_source")
+        queries = column_values(data, source, QUERIES.upstream)
         for position, query in enumerate(queries):
             if not isinstance(query, str):
                 raise InvalidOptionError(f"{source}[{position}]", query, "a query string in every row")
         require_valid_texts(queries, source)
         return queries
-    if not reader.has("query_text"):
-        raise MissingOptionError("query_text", "a string or a list of strings (or queries_source)", owner=reader.owner)
-    query_text = reader.string_or_strings("query_text")
+    if not reader.has(QUERIES.inline):
+        raise MissingOptionError(
+            QUERIES.inline, "a string or a list of strings (or queries_source)", owner=reader.owner
+        )
+    query_text = reader.string_or_strings(QUERIES.inline)
     if isinstance(query_text, str):
-        return [require_valid_text(query_text, "query_text")]
-    require_valid_texts(query_text, "query_text")
+        return [require_valid_text(query_text, QUERIES.inline)]
+    require_valid_texts(query_text, QUERIES.inline)
     return list(query_text)
 
 
 def read_corpus(reader: OptionReader, data: Any) -> Sequence[Document]:
     """``corpus`` (document dicts) or the rows of the upstream feature named by ``corpus_source``."""
-    if reader.has("corpus") and reader.has("corpus_source"):
-        raise InvalidOptionError("corpus_source", reader.raw("corpus_source"), "either corpus or corpus_source")
-    source = source_feature_name(reader, "corpus_source")
+    if reader.has(CORPUS.inline) and reader.has(CORPUS.upstream):
+        raise InvalidOptionError(CORPUS.upstream, reader.raw(CORPUS.upstream), "either corpus or corpus_source")
+    source = source_feature_name(reader, CORPUS.upstream)
     if source is not None:
-        return read_documents(column_values(data, source, "corpus_source"), source)
-    if not reader.has("corpus"):
-        raise MissingOptionError("corpus", "a list of document dicts (or corpus_source)", owner=reader.owner)
-    corpus = reader.raw("corpus")
-    return corpus if isinstance(corpus, Corpus) else Corpus(corpus, "corpus")
+        return read_documents(column_values(data, source, CORPUS.upstream), source)
+    if not reader.has(CORPUS.inline):
+        raise MissingOptionError(CORPUS.inline, "a list of document dicts (or corpus_source)", owner=reader.owner)
+    corpus = reader.raw(CORPUS.inline)
+    return corpus if isinstance(corpus, Corpus) else Corpus(corpus, CORPUS.inline)
 
 
 @dataclass(frozen=True)

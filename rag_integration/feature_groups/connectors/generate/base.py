@@ -15,6 +15,7 @@ from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.per_query import ON_ERROR_OPTION, ErrorPolicy
 from rag_integration.core.contract.queries import passage_requests
 from rag_integration.core.contract.schema import STRING, Shape
+from rag_integration.core.contract.sources import PASSAGES, Source
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.options import OptionReader
 from rag_integration.core.text.grounding import QuotableSentence, check_cited_answer, quotable_sentences
@@ -44,8 +45,7 @@ class BaseGenerateConnector(SelectorFeatureGroup):
     FEATURE_NAME: ClassVar[str] = "generated_answer"
     SELECTOR: ClassVar[str] = "generate_backend"
     OPTIONS: ClassVar[tuple[str, ...]] = ("query_text", "queries_source", "filters", ON_ERROR_OPTION)
-    SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"passages_source": "passages"}
-    CORPUS_OPTIONS: ClassVar[tuple[str, ...]] = ("passages",)
+    SOURCES: ClassVar[tuple[Source, ...]] = (PASSAGES,)
     """Read as a ``Corpus`` once matched, so mloda's planning copies a fingerprint, not every passage's text."""
 
     @classmethod

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.queries import query_rows
+from rag_integration.core.contract.sources import GRAPH, Source
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Document, MetadataFilter, read_documents
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError, RankingContractError, short_repr
@@ -103,7 +104,7 @@ class BaseGraphRagConnector(SelectorFeatureGroup):
         "filters",
         "return_metadata",
     )
-    SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"graph_source": "nodes"}
+    SOURCES: ClassVar[tuple[Source, ...]] = (GRAPH,)
     SETTINGS: ClassVar[type[Any] | None] = GraphSettings
 
     @classmethod

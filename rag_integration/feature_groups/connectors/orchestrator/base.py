@@ -17,6 +17,7 @@ from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.per_query import ON_ERROR_OPTION, ErrorPolicy
 from rag_integration.core.contract.queries import read_corpus, read_queries
 from rag_integration.core.contract.schema import STRING, Shape, passages_shape
+from rag_integration.core.contract.sources import CORPUS, QUERIES, Source
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Document, MetadataFilter, corpus_fingerprint
 from rag_integration.core.errors import (
@@ -77,8 +78,7 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
     FEATURE_NAME: ClassVar[str] = "orchestrated_answer"
     SELECTOR: ClassVar[str] = "orchestrator_backend"
     OPTIONS: ClassVar[tuple[str, ...]] = ("top_k", "filters", ON_ERROR_OPTION)
-    CORPUS_OPTIONS: ClassVar[tuple[str, ...]] = ("corpus",)
-    SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"queries_source": "query_text", "corpus_source": "corpus"}
+    SOURCES: ClassVar[tuple[Source, ...]] = (QUERIES, CORPUS)
 
     @classmethod
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.queries import passage_requests
+from rag_integration.core.contract.sources import CANDIDATES, Source
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import RankingContractError
@@ -28,7 +29,7 @@ class BaseRerankConnector(SelectorFeatureGroup):
     FEATURE_NAME: ClassVar[str] = "reranked_passages"
     SELECTOR: ClassVar[str] = "rerank_backend"
     OPTIONS: ClassVar[tuple[str, ...]] = ("query_text", "queries_source", "top_k", "filters", "return_metadata")
-    SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"candidates_source": "candidates"}
+    SOURCES: ClassVar[tuple[Source, ...]] = (CANDIDATES,)
 
     @classmethod
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:

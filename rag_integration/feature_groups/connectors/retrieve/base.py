@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.frames import FrameAdapter, SparkAdapter
 from rag_integration.core.contract.queries import read_corpus, read_index_dir, read_queries
+from rag_integration.core.contract.sources import CORPUS, QUERIES, Source
 from rag_integration.core.contract.spark import Shipment, answer_partitions
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Document, MetadataFilter, corpus_fingerprint
@@ -63,8 +64,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
     FEATURE_NAME: ClassVar[str] = "retrieved_passages"
     SELECTOR: ClassVar[str] = "retrieve_backend"
     OPTIONS: ClassVar[tuple[str, ...]] = ("top_k", "filters", "return_metadata", "index_dir")
-    CORPUS_OPTIONS: ClassVar[tuple[str, ...]] = ("corpus",)
-    SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"queries_source": "query_text", "corpus_source": "corpus"}
+    SOURCES: ClassVar[tuple[Source, ...]] = (QUERIES, CORPUS)
     CORPUS_REQUIRED: ClassVar[bool] = True
     """False for a backend whose documents come with its index (``open_index`` reads both from ``index_dir``)."""
 
