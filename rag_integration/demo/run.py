@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
@@ -17,7 +18,7 @@ from rag_integration.feature_groups.connectors.retrieve import (
     TfidfRetriever,
 )
 
-RETRIEVERS: tuple[type[BaseRetrieveConnector], ...] = (
+RETRIEVERS: tuple[type[BaseRetrieveConnector[Any, Any, Any]], ...] = (
     Bm25sRetriever,
     TfidfRetriever,
     FaissDenseRetriever,

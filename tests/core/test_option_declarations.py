@@ -29,7 +29,7 @@ class ToySettings:
     repeat: int = option("toy_repeat", "integer", "times the first hit is listed", default=2, minimum=1, maximum=5)
 
 
-class ToyDeclaredRetriever(BaseRetrieveConnector):
+class ToyDeclaredRetriever(BaseRetrieveConnector[ToySettings, ToySettings, list[set[str]]]):
     """Ranks documents by how many query words they contain; declares its options only through ``SETTINGS``."""
 
     BACKEND: ClassVar[str | None] = "toy-declared-for-tests"

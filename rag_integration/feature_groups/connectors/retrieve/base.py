@@ -11,7 +11,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.frames import FrameAdapter, SparkAdapter
@@ -23,6 +23,13 @@ from rag_integration.core.documents.corpus import Document, MetadataFilter, corp
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader
 from rag_integration.core.ranking.passages import AllowedMask, Hits, rank_corpus, search_with_exact_ties
+
+S = TypeVar("S")
+"""A backend's request settings (``read_settings``)."""
+K = TypeVar("K")
+"""The part of them that shapes the index, its cache key (``index_settings``)."""
+I = TypeVar("I")  # noqa: E741 - the index, as in the hooks' signatures
+"""The backend's index (``build_index``, ``load_index``)."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,7 @@ class RetrieveRequest:
         )
 
 
-class BaseRetrieveConnector(SelectorFeatureGroup):
+class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
     """``retrieved_passages``: ranked passages for one query or a batch of queries over one corpus."""
 
     FAMILY: ClassVar[str] = "retrieve"
@@ -95,7 +102,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         return Shipment(cls, shipped, indexes, cls.output_shape(reader))
 
     @classmethod
-    def retrieve(cls, request: RetrieveRequest, settings: Any) -> list[list[dict[str, Any]]]:
+    def retrieve(cls, request: RetrieveRequest, settings: S) -> list[list[dict[str, Any]]]:
         """Rows for every query, ranked over the documents and index ``open_index`` gives."""
         documents, index = cls.open_index(request, settings)
 
@@ -109,7 +116,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         )
 
     @classmethod
-    def open_index(cls, request: RetrieveRequest, settings: Any) -> tuple[Sequence[Document], Callable[[], Any]]:
+    def open_index(cls, request: RetrieveRequest, settings: S) -> tuple[Sequence[Document], Callable[[], I]]:
         """The documents to rank and a call giving their index. By default the request's corpus, whose index is
         built on first use only (nothing is built when no document can be returned) and cached."""
         documents = request.documents
@@ -118,7 +125,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         return documents, functools.cache(lambda: cls.cached_index(documents, settings, request.index_dir))
 
     @classmethod
-    def indexes_for(cls, request: RetrieveRequest, settings: Any) -> list[tuple[IndexKey, Any]]:
+    def indexes_for(cls, request: RetrieveRequest, settings: S) -> list[tuple[IndexKey, I]]:
         """The ``(key, index)`` pairs this request is answered with, built or loaded now. Installed in another
         process's ``INDEX_CACHE`` (a Spark executor), they answer the same request there without building one."""
         if not request.documents:
@@ -131,34 +138,35 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         ]
 
     @classmethod
-    def index_key(cls, documents: Sequence[Document], settings: Any) -> IndexKey:
+    def index_key(cls, documents: Sequence[Document], settings: S) -> IndexKey:
         """The cache key of the index for ``documents`` under these settings (search-only settings excluded)."""
         return cls._key(documents, cls.index_settings(settings))
 
     @classmethod
-    def cached_index(cls, documents: Sequence[Document], settings: Any, index_dir: Path | None) -> Any:
+    def cached_index(cls, documents: Sequence[Document], settings: S, index_dir: Path | None) -> I:
         """The index under ``index_key``: from memory, else from ``index_dir``, else built (and saved there)."""
         return cls.shared_index(documents, cls.index_settings(settings), index_dir)
 
     @classmethod
-    def shared_index(cls, documents: Sequence[Document], index_settings: Any, index_dir: Path | None = None) -> Any:
+    def shared_index(cls, documents: Sequence[Document], index_settings: K, index_dir: Path | None = None) -> I:
         """``cached_index`` given the index settings themselves, for a backend built on others' indexes."""
-        return INDEX_CACHE.get_or_build(
+        index: I = INDEX_CACHE.get_or_build(
             cls._key(documents, index_settings),
             lambda: cls.build_index(documents, index_settings),
             index_dir=index_dir,
             save=cls.save_index,
             load=lambda folder: cls.load_index(folder, index_settings, documents),
         )
+        return index
 
     @classmethod
-    def _key(cls, documents: Sequence[Document], index_settings: Any) -> IndexKey:
+    def _key(cls, documents: Sequence[Document], index_settings: K) -> IndexKey:
         assert cls.BACKEND is not None
         return IndexKey.of(cls.BACKEND, index_settings, corpus_fingerprint(documents))
 
     @classmethod
     def search_exact(
-        cls, index: Any, queries: list[str], top_k: int, allowed: AllowedMask, document_count: int, settings: Any
+        cls, index: I, queries: list[str], top_k: int, allowed: AllowedMask, document_count: int, settings: S
     ) -> list[Hits]:
         """Hits with every tie at the ``top_k`` cut included, for a caller that ranks them itself."""
         return search_with_exact_ties(
@@ -166,12 +174,13 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         )
 
     @classmethod
-    def index_settings(cls, settings: Any) -> Any:
-        """The frozen part of the settings that shapes the index (its cache key); the rest only steers searches."""
-        return settings
+    def index_settings(cls, settings: S) -> K:
+        """The frozen part of the settings that shapes the index (its cache key); the rest only steers searches.
+        By default all of them do, so a backend whose settings are its index settings (``K`` = ``S``) needs none."""
+        return cast(K, settings)
 
     @classmethod
-    def build_index(cls, documents: Sequence[Document], settings: Any) -> Any:
+    def build_index(cls, documents: Sequence[Document], settings: K) -> I:
         """A picklable index over ``documents``, given ``index_settings``.
 
         Args:
@@ -184,7 +193,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         raise NotImplementedError
 
     @classmethod
-    def search(cls, index: Any, queries: list[str], depth: int, allowed: AllowedMask, settings: Any) -> list[Hits]:
+    def search(cls, index: I, queries: list[str], depth: int, allowed: AllowedMask, settings: S) -> list[Hits]:
         """Up to ``depth`` best ``(document position, score)`` hits per query, never one outside ``allowed``.
 
         Args:
@@ -200,7 +209,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         raise NotImplementedError
 
     @classmethod
-    def save_index(cls, index: Any, folder: Path) -> None:
+    def save_index(cls, index: I, folder: Path) -> None:
         """Write the index's files into ``folder`` (a fresh staging folder of ``core.indexes.store``).
 
         Args:
@@ -213,7 +222,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         raise NotImplementedError
 
     @classmethod
-    def load_index(cls, folder: Path, settings: Any, documents: Sequence[Document]) -> Any:
+    def load_index(cls, folder: Path, settings: K, documents: Sequence[Document]) -> I:
         """The index read back from ``folder`` (files already checked against their manifest), built around the
         request's ``settings`` and checked against ``documents``: a file never chooses code, a class or a model."""
         raise NotImplementedError

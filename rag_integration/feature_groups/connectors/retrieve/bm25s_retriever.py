@@ -68,7 +68,7 @@ def _restore_index(retriever: Any, vocabulary: dict[str, Any], settings: Bm25sIn
     return Bm25sIndex(retriever, tokenizer, settings)
 
 
-class Bm25sRetriever(BaseRetrieveConnector):
+class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm25sIndex]):
     """``retrieve_backend="bm25s"``: sparse BM25 (options ``bm25_k1``, ``bm25_b``, ``bm25_method``, ``stemmer``)."""
 
     BACKEND: ClassVar[str | None] = "bm25s"

@@ -80,7 +80,7 @@ def _with_embedder(index: Any, settings: FaissDenseIndexSettings) -> FaissIndex:
     return FaissIndex(index, settings, QueryVectors(embedder))
 
 
-class FaissDenseRetriever(BaseRetrieveConnector):
+class FaissDenseRetriever(BaseRetrieveConnector[FaissDenseSettings, FaissDenseIndexSettings, FaissIndex]):
     """``retrieve_backend="faiss"``: cosine similarity of normalised embeddings (``faiss_index``: flat, hnsw, ivf)."""
 
     BACKEND: ClassVar[str | None] = "faiss"

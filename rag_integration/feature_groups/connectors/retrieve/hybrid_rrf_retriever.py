@@ -29,7 +29,7 @@ from rag_integration.feature_groups.connectors.retrieve.faiss_retriever import (
     FaissDenseSettings,
 )
 
-RANKERS: tuple[type[BaseRetrieveConnector], ...] = (Bm25sRetriever, FaissDenseRetriever)
+RANKERS: tuple[type[BaseRetrieveConnector[Any, Any, Any]], ...] = (Bm25sRetriever, FaissDenseRetriever)
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class HybridIndex:
         return {doc_id: position for position, doc_id in enumerate(self.doc_ids)}
 
 
-class HybridRrfRetriever(BaseRetrieveConnector):
+class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettings, HybridIndex]):
     """``retrieve_backend="hybrid_rrf"``: fuses bm25s and faiss (``rrf_k``, ``rrf_weights``, ``rrf_candidates``)."""
 
     BACKEND: ClassVar[str | None] = "hybrid_rrf"

@@ -37,7 +37,7 @@ class TfidfIndex:
     document_matrix: Any
 
 
-class TfidfRetriever(BaseRetrieveConnector):
+class TfidfRetriever(BaseRetrieveConnector[TfidfSettings, TfidfSettings, TfidfIndex]):
     """``retrieve_backend="tfidf"``: l2-normalised TF-IDF vectors (options ``tfidf_sublinear_tf``, ``tfidf_ngram_max``)."""
 
     BACKEND: ClassVar[str | None] = "tfidf"

@@ -54,7 +54,7 @@ class StoreIndex:
         return (StoreIndex.of, (self.store, self.model_option))
 
 
-class VectorStoreRetriever(BaseRetrieveConnector):
+class VectorStoreRetriever(BaseRetrieveConnector[VectorStoreSettings, VectorStoreSettings, StoreIndex]):
     """``retrieve_backend="vector_store"`` with ``index_dir``; ``embedding_model`` and a corpus, when given, must
     match the store's manifest (``IndexMismatchError`` otherwise), so a changed corpus or model is never served.
     A store that fails its checks is an ``IndexMismatchError`` too: there is no corpus to rebuild it from."""
