@@ -17,7 +17,7 @@ from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.connectors.rerank import LexicalReranker
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
 from rag_integration.feature_groups.connectors.structured import AggregateSql, BaseStructuredConnector, TableSpec
-from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
+from rag_integration.feature_groups.connectors.structured.sql.sandbox import SqliteSandbox
 from rag_integration.testing.runner import run_feature
 from rag_integration.testing.structured import COLUMNS, EMPLOYEES, TABLE
 

@@ -19,7 +19,7 @@ from rag_integration.core.llm_client import LlmSettings
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.connectors.structured import LlmSql, TableSpec, llm_sql
 from rag_integration.feature_groups.connectors.structured.llm_sql import describe
-from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
+from rag_integration.feature_groups.connectors.structured.sql.sandbox import SqliteSandbox
 from rag_integration.testing.runner import run_feature
 from rag_integration.testing.structured import (
     COLUMNS,

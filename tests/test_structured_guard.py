@@ -10,9 +10,10 @@ import pytest
 
 from rag_integration.core.errors import DeadlineExceededError, InvalidOptionError, SqlSafetyError
 from rag_integration.core.options import OptionReader
-from rag_integration.feature_groups.connectors.structured import RuleBasedSql, TableSpec, guard, guard_sql
-from rag_integration.feature_groups.connectors.structured.guard import MAX_NESTING
-from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
+from rag_integration.feature_groups.connectors.structured import RuleBasedSql, TableSpec, guard_sql
+from rag_integration.feature_groups.connectors.structured.sql import guard
+from rag_integration.feature_groups.connectors.structured.sql.guard import MAX_NESTING
+from rag_integration.feature_groups.connectors.structured.sql.sandbox import SqliteSandbox
 from rag_integration.testing.runner import run_feature
 from rag_integration.testing.structured import COLUMNS, EMPLOYEES, HOSTILE_SQL, TABLE, sandbox_snapshot
 

@@ -21,8 +21,8 @@ from rag_integration.feature_groups.connectors.structured import (
     TableSpec,
     guard_sql,
 )
-from rag_integration.feature_groups.connectors.structured.guard import ALLOWED_NODES
-from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
+from rag_integration.feature_groups.connectors.structured.sql.guard import ALLOWED_NODES
+from rag_integration.feature_groups.connectors.structured.sql.sandbox import SqliteSandbox
 from rag_integration.testing.structured import COLUMNS, EMPLOYEES, HOSTILE_SQL, TABLE, sandbox_snapshot
 
 BACKENDS = [RuleBasedSql, AggregateSql]

@@ -18,7 +18,7 @@ import pytest
 
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError, SqlSafetyError
 from rag_integration.feature_groups.connectors.structured import guard_sql
-from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
+from rag_integration.feature_groups.connectors.structured.sql.sandbox import SqliteSandbox
 from rag_integration.testing.kit import ContractKit
 
 LEFT_OUT: Any = object()

@@ -20,13 +20,13 @@ from rag_integration.core.options import OptionReader
 from rag_integration.core.per_query import ON_ERROR_OPTION, ErrorPolicy
 from rag_integration.core.schema import JSON, STRING, Shape
 from rag_integration.core.unicode_text import require_valid_text
-from rag_integration.feature_groups.connectors.structured.lexicon import Lexicon
-from rag_integration.feature_groups.connectors.structured.parser import NotUnderstood, Parser, Question
-from rag_integration.feature_groups.connectors.structured.plan import QueryPlan, Staged
-from rag_integration.feature_groups.connectors.structured.table import TableRows, TableSpec
+from rag_integration.feature_groups.connectors.structured.question.lexicon import Lexicon
+from rag_integration.feature_groups.connectors.structured.question.parser import NotUnderstood, Parser, Question
+from rag_integration.feature_groups.connectors.structured.sql.plan import QueryPlan, Staged
+from rag_integration.feature_groups.connectors.structured.sql.table import TableRows, TableSpec
 
 if TYPE_CHECKING:
-    from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
+    from rag_integration.feature_groups.connectors.structured.sql.sandbox import SqliteSandbox
 
 DEFAULT_TIME_LIMIT = 5.0
 DEFAULT_MAX_ROWS = 10_000
@@ -79,7 +79,7 @@ class BaseStructuredConnector(SelectorFeatureGroup):
         max_rows = reader.integer("max_result_rows", default=DEFAULT_MAX_ROWS, minimum=1)
         assert cls.BACKEND is not None
         require_module("sqlglot", cls.BACKEND, "structured")
-        from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
+        from rag_integration.feature_groups.connectors.structured.sql.sandbox import SqliteSandbox
 
         # Reading, checking and loading the table get one sql_time_limit of their own (cut to what deadline_ms
         # leaves), so a huge table cannot run for minutes before the first question's limit even starts.
@@ -119,8 +119,8 @@ class BaseStructuredConnector(SelectorFeatureGroup):
     @classmethod
     def ask(cls, sandbox: SqliteSandbox, text: str) -> dict[str, Any]:
         """Plan, build, guard and run one question; only the guard's regenerated SQL is executed."""
-        from rag_integration.feature_groups.connectors.structured.guard import guard_sql
-        from rag_integration.feature_groups.connectors.structured.sql_builder import build_select
+        from rag_integration.feature_groups.connectors.structured.sql.guard import guard_sql
+        from rag_integration.feature_groups.connectors.structured.sql.builder import build_select
 
         deadline = current_deadline().budget(sandbox.time_limit, "sql_time_limit")
         table = sandbox.table
@@ -180,7 +180,7 @@ def guard_sql(sql: str, table_name: str, columns: Any) -> str:
     (names or ``{"name", "type"}`` dicts) with allow-listed functions and bound values.
     """
     require_module("sqlglot", "guard_sql", "structured")
-    from rag_integration.feature_groups.connectors.structured import guard
+    from rag_integration.feature_groups.connectors.structured.sql import guard
 
     return guard.guard_sql(sql, table_name, columns)
 

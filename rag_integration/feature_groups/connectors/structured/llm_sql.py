@@ -21,11 +21,11 @@ from rag_integration.core.llm_client import LlmSettings, Message, chat
 from rag_integration.core.options import OptionReader
 from rag_integration.core.per_query import ErrorPolicy
 from rag_integration.feature_groups.connectors.structured.base import BaseStructuredConnector, guard_sql
-from rag_integration.feature_groups.connectors.structured.columns import INT64, is_utf8
-from rag_integration.feature_groups.connectors.structured.table import TableSpec
+from rag_integration.feature_groups.connectors.structured.sql.columns import INT64, is_utf8
+from rag_integration.feature_groups.connectors.structured.sql.table import TableSpec
 
 if TYPE_CHECKING:
-    from rag_integration.feature_groups.connectors.structured.sandbox import SqliteSandbox
+    from rag_integration.feature_groups.connectors.structured.sql.sandbox import SqliteSandbox
 
 SAMPLE_VALUES = 3
 SAMPLE_CHARACTERS = 40

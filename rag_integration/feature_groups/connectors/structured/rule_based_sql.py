@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rag_integration.feature_groups.connectors.structured.base import BaseStructuredConnector
-from rag_integration.feature_groups.connectors.structured.parser import describe
+from rag_integration.feature_groups.connectors.structured.question.parser import describe
 
 CONSTRUCTS = frozenset({"count", "list", "lookup", "order", "top"})
 

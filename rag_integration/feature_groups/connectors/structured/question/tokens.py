@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import NoReturn
 
-from rag_integration.feature_groups.connectors.structured.columns import is_utf8
+from rag_integration.feature_groups.connectors.structured.sql.columns import is_utf8
 
 TOKEN = re.compile(
     r"""(?P<quoted>"[^"\n]*"|'[^'\n]*')

@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from rag_integration.feature_groups.connectors.structured.plan import LIKE_ESCAPE, Condition, Output, QueryPlan
+from rag_integration.feature_groups.connectors.structured.sql.plan import LIKE_ESCAPE, Condition, Output, QueryPlan
 
 AGGREGATES: dict[str, type[exp.Func]] = {
     "count": exp.Count,

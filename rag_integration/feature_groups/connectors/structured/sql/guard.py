@@ -14,7 +14,7 @@ from sqlglot import Token, TokenType, exp
 from sqlglot.errors import SqlglotError
 
 from rag_integration.core.errors import SqlSafetyError, short_repr
-from rag_integration.feature_groups.connectors.structured.columns import (
+from rag_integration.feature_groups.connectors.structured.sql.columns import (
     IDENTIFIER,
     LABEL,
     read_columns,

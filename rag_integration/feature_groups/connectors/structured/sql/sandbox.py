@@ -14,9 +14,9 @@ from typing import Any
 
 from rag_integration.core.deadline import Budget
 from rag_integration.core.errors import DeadlineExceededError, InvalidOptionError, SqlSafetyError, short_repr
-from rag_integration.feature_groups.connectors.structured.columns import SQLITE_TYPES
-from rag_integration.feature_groups.connectors.structured.guard import ALLOWED_FUNCTIONS
-from rag_integration.feature_groups.connectors.structured.table import CHECK_EVERY, TableSpec, check_budget
+from rag_integration.feature_groups.connectors.structured.sql.columns import SQLITE_TYPES
+from rag_integration.feature_groups.connectors.structured.sql.guard import ALLOWED_FUNCTIONS
+from rag_integration.feature_groups.connectors.structured.sql.table import CHECK_EVERY, TableSpec, check_budget
 
 PROGRESS_STEPS = 1_000
 MAX_VALUE_BYTES = 1_000_000

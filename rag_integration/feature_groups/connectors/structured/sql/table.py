@@ -13,7 +13,7 @@ from typing import Any, overload
 from rag_integration.core.deadline import Budget
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.options import OptionReader
-from rag_integration.feature_groups.connectors.structured.columns import (
+from rag_integration.feature_groups.connectors.structured.sql.columns import (
     ColumnSpec,
     infer_type,
     read_columns,

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 
 from rag_integration.core.deadline import Budget
-from rag_integration.feature_groups.connectors.structured.columns import ColumnSpec
-from rag_integration.feature_groups.connectors.structured.table import TableSpec
+from rag_integration.feature_groups.connectors.structured.sql.columns import ColumnSpec
+from rag_integration.feature_groups.connectors.structured.sql.table import TableSpec
 
 CHECK_EVERY = 4_096
 MAX_VALUE_WORDS = 8
