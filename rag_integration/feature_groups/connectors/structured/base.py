@@ -119,8 +119,8 @@ class BaseStructuredConnector(SelectorFeatureGroup):
     @classmethod
     def ask(cls, sandbox: SqliteSandbox, text: str) -> dict[str, Any]:
         """Plan, build, guard and run one question; only the guard's regenerated SQL is executed."""
-        from rag_integration.feature_groups.connectors.structured.sql.guard import guard_sql
         from rag_integration.feature_groups.connectors.structured.sql.builder import build_select
+        from rag_integration.feature_groups.connectors.structured.sql.guard import guard_sql
 
         deadline = current_deadline().budget(sandbox.time_limit, "sql_time_limit")
         table = sandbox.table

@@ -16,8 +16,9 @@ from collections.abc import Collection, Mapping
 from typing import ClassVar, NoReturn
 
 from rag_integration.core.deadline import Budget
-from rag_integration.feature_groups.connectors.structured.sql.columns import INT64, ColumnSpec, is_iso_date
 from rag_integration.feature_groups.connectors.structured.question.lexicon import MAX_VALUE_WORDS, PLANNING, Lexicon
+from rag_integration.feature_groups.connectors.structured.question.tokens import Token, number_value, tokenize
+from rag_integration.feature_groups.connectors.structured.sql.columns import INT64, ColumnSpec, is_iso_date
 from rag_integration.feature_groups.connectors.structured.sql.plan import (
     LIKE_ESCAPE,
     Condition,
@@ -28,7 +29,6 @@ from rag_integration.feature_groups.connectors.structured.sql.plan import (
     median,
     tie_kept,
 )
-from rag_integration.feature_groups.connectors.structured.question.tokens import Token, number_value, tokenize
 
 MAX_LIMIT = 1_000_000
 Where = tuple[tuple[Condition, ...], ...]
