@@ -1,6 +1,6 @@
 """The question parser: English about one table -> a ``QueryPlan``, in the manner of sqlglot's ``Parser``.
 
-Phrase tables are class attributes, each construct has one ``_parse_*`` method, and a cursor over the tokens
+Phrase tables are objects in ``phrases``, each construct has one ``_parse_*`` method, and a cursor over the tokens
 matches phrases and retreats when a construct does not fit. A backend enables a set of constructs; a construct it
 does not enable is refused by name, so the base can point to a backend that has it. Every token must be
 understood: what is left over is refused, never turned into "list everything". Each construct looks ahead a
@@ -16,7 +16,63 @@ from collections.abc import Collection, Mapping
 from typing import ClassVar, NoReturn
 
 from rag_integration.core.deadline import Budget
+from rag_integration.feature_groups.connectors.structured.question.constructs import NAMES
 from rag_integration.feature_groups.connectors.structured.question.lexicon import MAX_VALUE_WORDS, PLANNING, Lexicon
+from rag_integration.feature_groups.connectors.structured.question.phrases import (
+    ABSENCE,
+    AGGREGATE_LEADS,
+    AGGREGATES,
+    ASCENDING,
+    BETWEEN,
+    BY,
+    CLAUSES,
+    COLUMN_JOINERS,
+    COMMA,
+    COMPARATIVE_ADJECTIVES,
+    COMPARATIVE_OR_BETWEEN,
+    COMPARATIVE_PHRASES,
+    COMPARATIVES,
+    COMPARISONS,
+    CONDITION_LEADS,
+    COUNT_WORDS,
+    DATE_COMPARISONS,
+    DATE_RANGES,
+    DESCENDING,
+    DISTINCT_WORDS,
+    EXCLUSIONS,
+    EXISTENTIAL,
+    EXTREMES,
+    FILLER,
+    FILTER_STARTS,
+    GROUP_WORDS,
+    HAVE,
+    HIGH,
+    JOINERS,
+    LEADS,
+    LIST_WORDS,
+    MONTHS,
+    MOST,
+    NEGATION_OR_EQUAL,
+    NEGATIONS,
+    NOT_NULL_WORDS,
+    NULL_WORDS,
+    NUMBER_WORDS,
+    OF,
+    ONE_OF,
+    ORDER_WORDS,
+    OWNER_LINKS,
+    PRESENCE_LEADS,
+    RANGE_JOINERS,
+    RECENCY,
+    STOP_WORDS,
+    SUPERLATIVES,
+    TEXT_MATCHES,
+    THE,
+    TOP,
+    VALUE_PREPOSITIONS,
+    VERBS,
+    Phrases,
+)
 from rag_integration.feature_groups.connectors.structured.question.tokens import Token, number_value, tokenize
 from rag_integration.feature_groups.connectors.structured.sql.columns import INT64, ColumnSpec, is_iso_date
 from rag_integration.feature_groups.connectors.structured.sql.plan import (
@@ -32,40 +88,9 @@ from rag_integration.feature_groups.connectors.structured.sql.plan import (
 
 MAX_LIMIT = 1_000_000
 Where = tuple[tuple[Condition, ...], ...]
-PAY = ("salary", "salaries", "pay", "wage", "wages", "income", "earnings", "compensation")
-PRICE = ("price", "prices", "cost", "costs", "fee", "fees")
-RATING = ("rating", "ratings", "score", "scores", "stars", "grade")
-BIRTH = ("birth", "born", "dob", "birthday", "birthdate")
-WHEN = ("date", "day", "when", "time", "start", "created", "added", "released", "published", "held", "on")
-SIZE = ("size", "capacity", "attendees", "attendance", "population", "area", "quantity", "stock", "visitors", "guests")
 NEGATED = {"=": "!=", "!=": "=", ">": "<=", ">=": "<", "<": ">=", "<=": ">", "between": "not between", "in": "not in"}
 NEGATED.update({"like": "not like", "is null": "is not null", "is not null": "is null"})
 NEGATED.update({value: key for key, value in list(NEGATED.items()) if value.startswith("not ")})
-
-
-DESCRIPTIONS: dict[str, str] = {
-    "aggregate": "aggregate: '[what is the] average|minimum|maximum|total <column> [of <rows>] [filters] "
-    "[per|by|in each|for every <column>]'",
-    "median": "median: 'median <column> [filters]'",
-    "group": "grouped count: 'how many <rows> [filters] per|by|in each|for every <column>'",
-    "distinct_count": "distinct count: 'how many [different] <column plural>' ('how many cities')",
-    "superlative": "superlative: 'who earns the most', 'who has the highest <column>', 'the oldest|cheapest|latest "
-    "<row>' (every tied row)",
-    "count": "count: 'how many <rows> [are there] [filters]'",
-    "list": "list: '[list|show|which|who] [<columns> of] <rows> [filters] [ordered by|by <column> [descending]]', "
-    "or a bare '<rows> <filters>'; 'which|list <column plural>' gives distinct values",
-    "lookup": "lookup: '[what is] the <column> of <value>', \"<value>'s <column>\"",
-    "top": "top: '[list] top N <rows> by <column> [filters]', 'bottom N ... by <column>', 'the N cheapest <rows>'",
-    "filters": "filters: '<column> is [not] <value>[, <value> or <value>]', '[not] in <value>[ or <value>]', "
-    "'<column> over|above|at least|below|under|at most|between <number or date>', '<column> after|before|in <date, "
-    "year or month>', '<column> starts with|ends with|contains <text>', '<column> is [not] null', "
-    "'with|without <column>', 'earning|costing|hired <comparison>', joined by 'and'/'or'",
-}
-"""What each construct understands, quoted in a refusal; filters are always on."""
-
-
-def describe(constructs: Collection[str]) -> tuple[str, ...]:
-    return tuple(text for name, text in DESCRIPTIONS.items() if name in constructs or name == "filters")
 
 
 class NotUnderstood(Exception):
@@ -93,233 +118,11 @@ class Question:
         self.deadline.check(PLANNING)
 
 
-_PHRASE_INDEX: dict[tuple[str, ...], dict[str, list[tuple[str, tuple[str, ...]]]]] = {}
-MAX_PHRASE_TABLES = 256
-
-
-def _phrase_index(phrases: tuple[str, ...]) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
-    """First word -> (phrase, its words), longest first: what ``Parser._match`` looks up."""
-    index: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
-    for phrase in phrases:
-        keys = tuple(phrase.split())
-        index.setdefault(keys[0], []).append((phrase, keys))
-    for entries in index.values():
-        entries.sort(key=lambda entry: -len(entry[1]))
-    if len(_PHRASE_INDEX) >= MAX_PHRASE_TABLES:
-        _PHRASE_INDEX.clear()
-    _PHRASE_INDEX[phrases] = index
-    return index
-
-
 class Parser:
     """Recursive descent over one question's tokens; ``constructs`` are the constructs the backend enables."""
 
-    NAMES: ClassVar[Mapping[str, str]] = {
-        "aggregate": "an aggregate", "median": "a median", "group": "grouping", "distinct_count": "a distinct count",
-        "superlative": "the rows with the highest or lowest value", "lookup": "a lookup", "top": "the top N rows",
-        "order": "an ordering", "count": "a count", "list": "a listing",
-    }  # fmt: skip
-    LEADS: ClassVar[tuple[str, ...]] = (
-        "please", "can you", "could you", "would you", "can you tell me", "could you tell me", "tell me",
-        "i want to know", "i'd like to know", "i would like to know", "do you know", "i need", "i want",
-    )  # fmt: skip
-    COUNT_WORDS: ClassVar[tuple[str, ...]] = (
-        "how many", "count", "count the", "count all", "number of", "the number of", "what is the number of",
-        "what's the number of", "total number of", "the total number of", "what is the total number of",
-    )  # fmt: skip
-    AGGREGATE_LEADS: ClassVar[tuple[str, ...]] = (
-        "what is", "what's", "what was", "what are", "show", "show me", "give me", "compute", "calculate", "find",
-        "get", "list", "tell me", "how much is", "return",
-    )  # fmt: skip
-    AGGREGATES: ClassVar[Mapping[str, tuple[str, ...]]] = {
-        "avg": ("average", "avg", "mean"),
-        "min": ("minimum", "min", "lowest", "smallest", "earliest"),
-        "max": ("maximum", "max", "highest", "largest", "biggest", "latest"),
-        "sum": ("total", "sum", "sum of", "total of"),
-        "median": ("median",),
-    }
-    LIST_WORDS: ClassVar[tuple[str, ...]] = (
-        "list", "list all", "show", "show me", "show all", "find", "find all", "get", "give me", "display", "return",
-        "what are", "which are", "which", "who", "what is", "what's", "what", "fetch",
-    )  # fmt: skip
-    EXISTENTIAL: ClassVar[tuple[str, ...]] = (
-        "are there", "are there any", "is there", "is there any", "is there a", "is there an", "do we have",
-        "do we have any", "does anyone", "do any", "does any", "any",
-    )  # fmt: skip
-    FILLER: ClassVar[tuple[str, ...]] = (
-        "are there", "is there", "do we have", "do i have", "does the table have", "exist", "exists", "in total",
-        "overall", "altogether", "in the table", "in the data", "please", "there are", "there", "currently",
-        "do we have in total", "are there in total", "are listed", "are recorded",
-    )  # fmt: skip
-    DISTINCT_WORDS: ClassVar[tuple[str, ...]] = ("distinct", "different", "unique", "separate")
-    GROUP_WORDS: ClassVar[tuple[str, ...]] = (
-        "per", "by", "for each", "for every", "in each", "in every", "grouped by", "group by", "broken down by",
-        "split by", "each",
-    )  # fmt: skip
-    ORDER_WORDS: ClassVar[tuple[str, ...]] = (
-        "ordered by", "sorted by", "order by", "sort by", "sorted on", "ordered on", "by",
-    )  # fmt: skip
-    DESCENDING: ClassVar[tuple[str, ...]] = (
-        "descending", "desc", "in descending order", "highest first", "largest first", "latest first",
-    )  # fmt: skip
-    ASCENDING: ClassVar[tuple[str, ...]] = (
-        "ascending", "asc", "in ascending order", "lowest first", "smallest first", "earliest first",
-    )  # fmt: skip
-    CONDITION_LEADS: ClassVar[frozenset[str]] = frozenset(
-        ["with", "where", "whose", "who", "that", "which", "having", "is", "are", "was", "were", "the", "a", "an",
-         "work", "works", "working", "live", "lives", "living", "based", "located", "have", "has", "do", "does",
-         "did", "who's"]
-    )  # fmt: skip
-    """Words that may introduce a filter ("who work in Berlin"); a column of the same name wins when compared."""
-    PRESENCE_LEADS: ClassVar[frozenset[str]] = frozenset(["with", "have", "has", "having"])
-    NEGATIONS: ClassVar[tuple[str, ...]] = (
-        "not", "is not", "isn't", "are not", "aren't", "was not", "wasn't", "does not", "doesn't", "do not",
-        "don't", "did not", "didn't", "never", "is not equal to", "does not equal", "not equal to", "!=", "<>",
-    )  # fmt: skip
-    EXCLUSIONS: ClassVar[tuple[str, ...]] = (
-        "except", "except for", "excluding", "other than", "outside", "outside of", "apart from", "but not",
-    )  # fmt: skip
-    ABSENCE: ClassVar[tuple[str, ...]] = (
-        "without", "without a", "without an", "without any", "with no", "no", "lacking", "lacking a", "missing",
-        "missing a", "missing an",
-    )  # fmt: skip
-    VALUE_PREPOSITIONS: ClassVar[tuple[str, ...]] = ("in", "from", "at", "in the", "from the", "at the")
-    EQUAL: ClassVar[tuple[str, ...]] = ("is equal to", "equal to", "equals", "is", "are", "was", "were", "=", "==")
-    COMPARATIVES: ClassVar[Mapping[str, tuple[str, ...]]] = {
-        ">=": ("at least", "no less than", "not less than", "on or after", "since", ">=", "greater than or equal to"),
-        "<=": ("at most", "no more than", "not more than", "on or before", "up to", "<=", "less than or equal to",
-               "until"),
-        ">": ("over", "above", "more than", "greater than", "higher than", "exceeding", "after", "later than", ">",
-              "bigger than", "larger than"),
-        "<": ("below", "under", "less than", "lower than", "fewer than", "before", "earlier than", "<",
-              "smaller than"),
-    }  # fmt: skip
-    DATE_RANGES: ClassVar[tuple[str, ...]] = ("in", "during", "in the year", "within", "on")
-    TEXT_MATCHES: ClassVar[Mapping[str, tuple[str, ...]]] = {
-        "{}%": ("starts with", "start with", "starting with", "begins with", "begin with", "beginning with"),
-        "%{}": ("ends with", "end with", "ending with"),
-        "%{}%": ("contains", "contain", "containing", "includes", "include", "including"),
-    }
-    NULL_WORDS: ClassVar[tuple[str, ...]] = (
-        "null", "empty", "missing", "unknown", "blank", "not set", "none", "not known", "not given",
-    )  # fmt: skip
-    NOT_NULL_WORDS: ClassVar[tuple[str, ...]] = ("not null", "not empty", "not missing", "known", "not blank")
-    JOINERS: ClassVar[tuple[str, ...]] = (", and", ", or", "and", "or", ",", "but")
-    IMPLICIT_AND: ClassVar[tuple[str, ...]] = (
-        "with",
-        "whose",
-        "where",
-        "who",
-        "that",
-        "having",
-        "without",
-        "in",
-        "from",
-    )
-    """Words that start another filter without 'and': "in Berlin with salary over 50k"."""
-    HIGH: ClassVar[tuple[str, ...]] = ("highest", "largest", "biggest", "greatest", "maximum", "max", "most", "latest")
-    LOW: ClassVar[tuple[str, ...]] = ("lowest", "smallest", "least", "minimum", "min", "earliest", "fewest")
-    RECENCY: ClassVar[Mapping[str, bool]] = {
-        "most recently": True, "last": True, "latest": True, "first": False, "earliest": False,
-    }  # fmt: skip
-    """After a date column or its verb: whether the latest date is wanted."""
-    MOST: ClassVar[Mapping[str, bool]] = {"the most": True, "most": True, "the least": False, "least": False}
-    SUPERLATIVES: ClassVar[Mapping[str, tuple[tuple[tuple[str, ...], bool, str | None], ...]]] = {
-        "oldest": ((("age",), True, "number"), (BIRTH, False, "date"), (WHEN, False, "date")),
-        "youngest": ((("age",), False, "number"), (BIRTH, True, "date")),
-        "newest": ((WHEN, True, "date"),),
-        "latest": ((WHEN, True, "date"),),
-        "most recent": ((WHEN, True, "date"),),
-        "most recently": ((WHEN, True, "date"),),
-        "last": ((WHEN, True, "date"),),
-        "earliest": ((WHEN, False, "date"),),
-        "first": ((WHEN, False, "date"),),
-        "cheapest": ((PRICE, False, "number"),),
-        "least expensive": ((PRICE, False, "number"),),
-        "most expensive": ((PRICE, True, "number"),),
-        "priciest": ((PRICE, True, "number"),),
-        "best paid": ((PAY, True, "number"),),
-        "highest paid": ((PAY, True, "number"),),
-        "top paid": ((PAY, True, "number"),),
-        "richest": ((PAY, True, "number"),),
-        "lowest paid": ((PAY, False, "number"),),
-        "worst paid": ((PAY, False, "number"),),
-        "best rated": ((RATING, True, "number"),),
-        "highest rated": ((RATING, True, "number"),),
-        "top rated": ((RATING, True, "number"),),
-        "best": ((RATING, True, "number"),),
-        "worst rated": ((RATING, False, "number"),),
-        "lowest rated": ((RATING, False, "number"),),
-        "worst": ((RATING, False, "number"),),
-        "largest": ((SIZE, True, "number"),),
-        "biggest": ((SIZE, True, "number"),),
-        "smallest": ((SIZE, False, "number"),),
-        "most popular": ((SIZE, True, "number"),),
-        "least popular": ((SIZE, False, "number"),),
-        "longest": ((("duration", "length", "minutes", "hours", "days"), True, "number"),),
-        "shortest": ((("duration", "length", "minutes", "hours", "days"), False, "number"),),
-        "heaviest": ((("weight",), True, "number"),),
-        "lightest": ((("weight",), False, "number"),),
-    }
-    """A superlative word -> (column words it may mean, descending, column kind), tried in order."""
-    COMPARATIVE_ADJECTIVES: ClassVar[Mapping[str, tuple[tuple[tuple[str, ...], str, str | None], ...]]] = {
-        "older than": ((("age",), ">", "number"), (BIRTH, "<", "date")),
-        "younger than": ((("age",), "<", "number"), (BIRTH, ">", "date")),
-        "cheaper than": ((PRICE, "<", "number"),),
-        "more expensive than": ((PRICE, ">", "number"),),
-        "pricier than": ((PRICE, ">", "number"),),
-        "longer than": ((("duration", "length", "minutes", "hours", "days"), ">", "number"),),
-        "shorter than": ((("duration", "length", "minutes", "hours", "days"), "<", "number"),),
-        "heavier than": ((("weight",), ">", "number"),),
-        "lighter than": ((("weight",), "<", "number"),),
-    }
-    VERBS: ClassVar[Mapping[str, tuple[tuple[str, ...], str | None]]] = {
-        **dict.fromkeys(("earns", "earn", "earning", "earned", "makes", "make", "making", "is paid", "are paid",
-                         "paid", "gets paid", "get paid", "getting paid"), (PAY, "number")),
-        **dict.fromkeys(("costs", "cost", "costing", "priced", "priced at", "sells for", "sell for", "selling for",
-                         "sold for"), (PRICE, "number")),
-        **dict.fromkeys(("hired", "joined", "started", "began", "employed", "were hired", "was hired"),
-                        (("hire", "hired", "start", "join", "joined", "joining", "employment"), "date")),
-        **dict.fromkeys(("born", "was born", "were born"), (BIRTH, "date")),
-        **dict.fromkeys(("aged",), (("age",), "number")),
-        **dict.fromkeys(("weighs", "weighing", "weigh"), (("weight",), "number")),
-        **dict.fromkeys(("rated", "scored", "scores", "scoring"), (RATING, "number")),
-        **dict.fromkeys(("held", "happened", "happens", "took place", "takes place", "scheduled", "happening",
-                         "occurs", "occurred", "is held", "was held", "are held", "were held", "taking place"),
-                        (WHEN, "date")),
-        **dict.fromkeys(("attended by", "lasts", "lasting", "lasted"),
-                        (("attendees", "attendance", "duration", "length"), "number")),
-        **dict.fromkeys(("in stock",), (("stock", "quantity"), "number")),
-    }  # fmt: skip
-    """A verb -> the column words it means ("earns" is the salary) and that column's kind."""
-    MONTHS: ClassVar[Mapping[str, int]] = {
-        name: number
-        for number, names in enumerate(
-            [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
-             ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
-             ("october", "oct"), ("november", "nov"), ("december", "dec")],
-            start=1,
-        )
-        for name in names
-    }  # fmt: skip
-    NUMBER_WORDS: ClassVar[Mapping[str, int]] = {"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
-    COMPARATIVE_PHRASES: ClassVar[tuple[str, ...]] = tuple(
-        phrase for phrases in COMPARATIVES.values() for phrase in phrases
-    )
-    TEXT_MATCH_PHRASES: ClassVar[tuple[str, ...]] = tuple(
-        phrase for phrases in TEXT_MATCHES.values() for phrase in phrases
-    )
-    COMPARISONS: ClassVar[tuple[str, ...]] = (*NEGATIONS, *EQUAL, "between", *COMPARATIVE_PHRASES, *TEXT_MATCH_PHRASES)
-    DATE_COMPARISONS: ClassVar[tuple[str, ...]] = (*COMPARISONS, *DATE_RANGES)
-    AGGREGATE_PHRASES: ClassVar[tuple[str, ...]] = tuple(
-        phrase for phrases in AGGREGATES.values() for phrase in phrases
-    )
-    CLAUSES: ClassVar[tuple[str, ...]] = (*GROUP_WORDS, *ORDER_WORDS, *FILLER, "top", "bottom")
-    STOP_WORDS: ClassVar[frozenset[str]] = frozenset(
-        ["and", "or", "order", "ordered", "sort", "sorted", "per", "by", "grouped", "group", "for", "top", "bottom",
-         "first", "limit", "with", "where", "whose", "having", "in", "from", "at", "who", "that", "which", "but"]
-    )  # fmt: skip
-    """Words that end an unquoted value no column stores: ``name is Zed and ...`` binds "Zed"."""
+    NAMES: ClassVar[Mapping[str, str]] = NAMES
+    """What each construct computes, named when a backend that does not enable it is asked for it."""
 
     def __init__(self, question: Question, constructs: Collection[str]) -> None:
         self.question = question
@@ -340,32 +143,16 @@ class Parser:
     def _retreat(self, index: int) -> None:
         self.index = index
 
-    def _match(self, *phrases: str) -> str | None:
-        """Consume the longest of ``phrases`` that the next tokens spell (case-insensitively) and return it.
-
-        Phrases are indexed by their first word (once per phrase table), so a match costs a dict lookup and a
-        check of the few phrases starting with the next word.
-        """
-        token = self._peek()
-        if token is None:
+    def _match(self, phrases: Phrases) -> str | None:
+        """Consume the longest of ``phrases`` that the next tokens spell (case-insensitively) and return it."""
+        found = phrases.match(self.tokens, self.index)
+        if found is None:
             return None
-        index = _PHRASE_INDEX.get(phrases)
-        if index is None:
-            index = _phrase_index(phrases)
-        for phrase, keys in index.get(token.key, ()):
-            if all(
-                (token := self._peek(offset)) is not None and token.key == key
-                for offset, key in enumerate(keys[1:], start=1)
-            ):
-                self.index += len(keys)
-                return phrase
-        return None
+        phrase, self.index = found
+        return phrase
 
-    def _ahead(self, *phrases: str) -> bool:
-        start = self.index
-        found = self._match(*phrases) is not None
-        self._retreat(start)
-        return found
+    def _ahead(self, phrases: Phrases) -> bool:
+        return phrases.match(self.tokens, self.index) is not None
 
     def _skip_words(self, words: Collection[str]) -> list[str]:
         """Pass over filler ``words``, but never a column that a comparison follows ("where a is x" has column a)."""
@@ -391,7 +178,7 @@ class Parser:
             self._fail(f"{phrase!r} asks for {self.NAMES[construct]}, which this backend does not compute")
 
     def _finish(self) -> None:
-        self._match(*self.FILLER)
+        self._match(FILLER)
         if self.index == self.unknown_owner < len(self.tokens):
             value = self.tokens[self.index].value
             self._fail(f"no text column holds the value {value!r}, so it names no row to look up")
@@ -437,14 +224,14 @@ class Parser:
         consuming them."""
         start = self.index
         self._skip_of_before_comparison()
-        found = self._ahead(*(self.DATE_COMPARISONS if column.type == "date" else self.COMPARISONS))
+        found = self._ahead(DATE_COMPARISONS if column.type == "date" else COMPARISONS)
         self._retreat(start)
         return found
 
     def _skip_of_before_comparison(self) -> None:
         """ "a rating of at least 3", "a price of under 10": the "of" joining a noun to its comparison."""
         start = self.index
-        if self._match("of") and not self._ahead("between", *self.COMPARATIVE_PHRASES):
+        if self._match(OF) and not self._ahead(COMPARATIVE_OR_BETWEEN):
             self._retreat(start)
 
     def _column_comparison_ahead(self) -> bool:
@@ -466,9 +253,9 @@ class Parser:
             self._fail(f"expected a number after {after!r}")
         self.index += 1
         number = number_value(token.text)
-        word = self._match(*self.NUMBER_WORDS)
+        word = self._match(NUMBER_WORDS)
         if word:
-            number = number * self.NUMBER_WORDS[word]
+            number = number * NUMBER_WORDS[word]
         if isinstance(number, float) and not math.isfinite(number):
             self._fail(f"{token.text} is outside the range SQLite stores")
         if isinstance(number, int) and not INT64[0] <= number <= INT64[1]:
@@ -490,7 +277,7 @@ class Parser:
         if is_iso_date(token.value) and token.kind in ("date", "quoted"):
             self.index += 1
             return token.value, token.value
-        month = self.MONTHS.get(token.key)
+        month = MONTHS.get(token.key)
         year_token = self._peek(1 if month else 0)
         if year_token is None or year_token.kind != "number" or not year_token.text.isdigit():
             return None
@@ -564,9 +351,9 @@ class Parser:
         while True:
             self.question.check_deadline()
             start = self.index
-            if self._match(*self.JOINERS) is None:
+            if self._match(JOINERS) is None:
                 break
-            self._match(*self.VALUE_PREPOSITIONS)
+            self._match(VALUE_PREPOSITIONS)
             found = self._parse_stored_value(column)
             if found is None or self._comparison_ahead(column):
                 self._retreat(start)
@@ -596,11 +383,8 @@ class Parser:
                 current = []
             current.append(condition)
             before = self.index
-            joiner = self._match(*self.JOINERS)
-            if joiner is None and not (
-                self._ahead(*self.IMPLICIT_AND, *self.VERBS, *self.COMPARATIVE_ADJECTIVES)
-                or self._column_comparison_ahead()
-            ):
+            joiner = self._match(JOINERS)
+            if joiner is None and not (self._ahead(FILTER_STARTS) or self._column_comparison_ahead()):
                 break
         else:
             self._retreat(before)
@@ -609,38 +393,38 @@ class Parser:
         return tuple(groups)
 
     def _clause_ahead(self) -> bool:
-        return self._ahead(*self.CLAUSES)
+        return self._ahead(CLAUSES)
 
     def _parse_condition(self) -> Condition | None:
         start = self.index
         if self._clause_ahead():
             return None
-        leads = self._skip_words(self.CONDITION_LEADS)
-        negated = self._match(*self.NEGATIONS) is not None
+        leads = self._skip_words(CONDITION_LEADS)
+        negated = self._match(NEGATIONS) is not None
         if negated:
-            leads += self._skip_words(self.CONDITION_LEADS)
-        if self._match(*self.EXCLUSIONS):
+            leads += self._skip_words(CONDITION_LEADS)
+        if self._match(EXCLUSIONS):
             return self._parse_value_filter(not negated)
-        if self._match(*self.ABSENCE):
+        if self._match(ABSENCE):
             absent = self._require_column("without", filler=("a", "an", "any"))
             return Condition(absent.name, "is not null" if negated else "is null")
         if (
             not self._column_comparison_ahead()
             and not self._comparison_word_ahead()
-            and self._match(*self.VALUE_PREPOSITIONS)
+            and self._match(VALUE_PREPOSITIONS)
         ):
             return self._parse_value_filter(negated)
         condition = self._parse_hinted_condition(negated)
         if condition is not None:
             return condition
         column = self._column()
-        if column is not None and column.type == "date" and self._ahead(*self.RECENCY):
+        if column is not None and column.type == "date" and self._ahead(RECENCY):
             self._retreat(start)
             return None
         if column is not None:
             if self._comparison_ahead(column):
                 return self._parse_comparison(column, negated)
-            if set(leads) & self.PRESENCE_LEADS:
+            if set(leads) & PRESENCE_LEADS:
                 return Condition(column.name, "is null" if negated else "is not null")
             self._fail(f"expected a comparison after column '{column.name}' (is, over, at least, between, ...)")
         if self._comparison_word_ahead():
@@ -671,26 +455,26 @@ class Parser:
         return self._text_condition(column, variants, negated)
 
     def _comparison_word_ahead(self) -> bool:
-        return self._ahead(*self.COMPARATIVE_PHRASES, "between")
+        return self._ahead(COMPARATIVE_OR_BETWEEN)
 
     def _parse_hinted_condition(self, negated: bool) -> Condition | None:
         """A verb or a comparative adjective standing for its column: "earning more than 50k", "older than 30"."""
-        adjective = self._match(*self.COMPARATIVE_ADJECTIVES)
+        adjective = self._match(COMPARATIVE_ADJECTIVES)
         if adjective is not None:
-            for hints, operator, kind in self.COMPARATIVE_ADJECTIVES[adjective]:
+            for hints, operator, kind in COMPARATIVE_ADJECTIVES[adjective]:
                 column = self.lexicon.column_hint(hints, kind)
                 if column is not None:
                     condition = self._ordered_condition(column, operator, adjective)
                     return self._negated(condition) if negated else condition
             self._fail(f"{adjective!r} names no column of this table; name the column")
         start = self.index
-        verb = self._match(*self.VERBS)
+        verb = self._match(VERBS)
         if verb is None:
             return None
-        if self._ahead(*self.MOST, "the highest", "the lowest"):
+        if self._ahead(MOST):
             self._retreat(start)
             return None
-        hints, kind = self.VERBS[verb]
+        hints, kind = VERBS[verb]
         column = self._hinted_column(verb, hints, kind)
         if self._comparison_ahead(column):
             return self._parse_comparison(column, negated)
@@ -699,13 +483,13 @@ class Parser:
     def _parse_counted_comparison(self, negated: bool) -> Condition | None:
         """ "at least 100 attendees", "more than 3 rooms": the number column named after its number."""
         start = self.index
-        phrase = self._match(*self.COMPARATIVE_PHRASES)
+        phrase = self._match(COMPARATIVE_PHRASES)
         token = self._peek()
         if phrase is not None and token is not None and token.kind == "number":
             number = self._parse_number(phrase)
             column = self._column()
             if column is not None and column.numeric:
-                operator = next(op for op, phrases in self.COMPARATIVES.items() if phrase in phrases)
+                operator = COMPARATIVES.label(phrase)
                 condition = Condition(column.name, operator, (number,))
                 return self._negated(condition) if negated else condition
         self._retreat(start)
@@ -717,7 +501,7 @@ class Parser:
         if counted is not None:
             return counted
         start = self.index
-        self._match(*self.COMPARATIVE_PHRASES, "between")
+        self._match(COMPARATIVE_OR_BETWEEN)
         token = self._peek()
         kind = "date" if token is not None and (token.kind == "date" or self._parse_dates() is not None) else "number"
         self._retreat(start)
@@ -736,9 +520,9 @@ class Parser:
         """
         said_is = implied_equal
         self._skip_of_before_comparison()
-        while (word := self._match(*self.NEGATIONS, *self.EQUAL)) is not None:
+        while (word := self._match(NEGATION_OR_EQUAL)) is not None:
             said_is = True
-            negated = negated != (word in self.NEGATIONS)
+            negated = negated != (word in NEGATIONS)
         condition = self._parse_positive_comparison(column, said_is, negated)
         return self._negated(condition) if negated else condition
 
@@ -746,22 +530,22 @@ class Parser:
         null = self._parse_null(column)
         if null is not None:
             return null
-        for pattern, phrases in self.TEXT_MATCHES.items():
-            phrase = self._match(*phrases)
+        for pattern, phrases in TEXT_MATCHES.groups.items():
+            phrase = self._match(phrases)
             if phrase is not None:
                 return self._parse_text_match(column, pattern, phrase)
-        if self._match("between"):
+        if self._match(BETWEEN):
             low = self._ordered_condition(column, ">=", "between").values[0]
-            if not self._match("and", "to"):
+            if not self._match(RANGE_JOINERS):
                 self._fail(f"expected 'and' in '{column.name} between ... and ...'")
             return Condition(column.name, "between", (low, self._ordered_condition(column, "<=", "between").values[0]))
-        for operator, phrases in self.COMPARATIVES.items():
-            phrase = self._match(*phrases)
+        for operator, phrases in COMPARATIVES.groups.items():
+            phrase = self._match(phrases)
             if phrase is not None:
                 return self._ordered_condition(column, operator, phrase)
-        if column.type == "date" and self._match(*self.DATE_RANGES):
+        if column.type == "date" and self._match(DATE_RANGES):
             return self._ordered_condition(column, "=", "in")
-        if column.type == "text" and self._match("in", "one of", "any of"):
+        if column.type == "text" and self._match(ONE_OF):
             said_is = True
         if said_is:
             return self._parse_equality(column, negated)
@@ -772,9 +556,9 @@ class Parser:
         if column.type == "text" and self._parse_stored_value(column) is not None:
             self._retreat(start)
             return None
-        if self._match(*self.NOT_NULL_WORDS):
+        if self._match(NOT_NULL_WORDS):
             return Condition(column.name, "is not null")
-        if self._match(*self.NULL_WORDS):
+        if self._match(NULL_WORDS):
             return Condition(column.name, "is null")
         return None
 
@@ -816,7 +600,7 @@ class Parser:
             return token.value
         words: list[str] = []
         while (token := self._peek()) is not None and token.kind in ("word", "number", "date"):
-            if token.key in self.STOP_WORDS:
+            if token.key in STOP_WORDS:
                 break
             words.append(token.text)
             self.index += 1
@@ -835,7 +619,7 @@ class Parser:
             condition = self._ordered_condition(column, "=", "in")
             return self._negated(condition) if negated else condition
         before_article = self.index
-        self._match("the")
+        self._match(THE)
         found = self._parse_stored_value(None)
         if found is None:
             self._retreat(before_article)
@@ -857,7 +641,7 @@ class Parser:
     # Clauses.
 
     def _parse_group(self) -> ColumnSpec | None:
-        phrase = self._match(*self.GROUP_WORDS)
+        phrase = self._match(GROUP_WORDS)
         if phrase is None:
             return None
         self._require("group", phrase)
@@ -865,34 +649,34 @@ class Parser:
 
     def _parse_order(self) -> tuple[ColumnSpec, bool] | None:
         start = self.index
-        self._match(",")
-        phrase = self._match(*self.ORDER_WORDS)
+        self._match(COMMA)
+        phrase = self._match(ORDER_WORDS)
         if phrase is None:
             self._retreat(start)
             return None
         self._require("order", phrase)
         column = self._require_column(phrase)
-        descending = self._match(*self.DESCENDING) is not None
+        descending = self._match(DESCENDING) is not None
         if not descending:
-            self._match(*self.ASCENDING)
+            self._match(ASCENDING)
         return column, descending
 
     def _parse_top(self) -> tuple[int, ColumnSpec, bool] | None:
         """ "top 3 by salary" (highest first), "bottom 3 by salary", "the 3 cheapest products"."""
         start = self.index
-        self._match(",")
-        word = self._match("top", "bottom")
+        self._match(COMMA)
+        word = self._match(TOP)
         if word is not None:
             self._require("top", word)
             count = self._parse_int(word)
             self._skip_table_words()
-            if self._match("by"):
+            if self._match(BY):
                 return count, self._require_column(f"{word} {count} by"), word == "top"
             extreme = self._parse_superlative()
             if extreme is None:
                 self._fail(f"'{word} N' needs 'by <column>'")
             return count, extreme[0], extreme[1] if word == "top" else not extreme[1]
-        self._match("the")
+        self._match(THE)
         token = self._peek()
         if token is not None and token.kind == "number":
             count = self._parse_int("the")
@@ -906,17 +690,17 @@ class Parser:
     def _parse_superlative(self) -> tuple[ColumnSpec, bool] | None:
         """ "the highest salary", "the oldest", "the most expensive", "earns the most": a column and its direction."""
         start = self.index
-        self._match("the")
-        word = self._match(*self.HIGH, *self.LOW)
+        self._match(THE)
+        word = self._match(EXTREMES)
         if word is not None:
             column = self._column()
             if column is not None:
-                return column, word in self.HIGH
+                return column, word in HIGH
             self._retreat(start)
-            self._match("the")
-        adjective = self._match(*self.SUPERLATIVES)
+            self._match(THE)
+        adjective = self._match(SUPERLATIVES)
         if adjective is not None:
-            for hints, descending, kind in self.SUPERLATIVES[adjective]:
+            for hints, descending, kind in SUPERLATIVES[adjective]:
                 column = self.lexicon.column_hint(hints, kind)
                 if column is not None:
                     return column, descending
@@ -925,36 +709,36 @@ class Parser:
         recent = self._parse_recency()
         if recent is not None:
             return recent
-        verb = self._match(*self.VERBS)
-        most = self._match(*self.MOST, "the highest", "the lowest") if verb else None
+        verb = self._match(VERBS)
+        most = self._match(MOST) if verb else None
         if verb is None or most is None:
             self._retreat(start)
             return None
-        hints, kind = self.VERBS[verb]
-        return self._hinted_column(verb, hints, kind), most in ("the most", "most", "the highest")
+        hints, kind = VERBS[verb]
+        return self._hinted_column(verb, hints, kind), MOST[most]
 
     def _parse_recency(self) -> tuple[ColumnSpec, bool] | None:
         """ "joined most recently", "hired first", "released last": a date column, by its name or its verb, and a
         direction."""
         start = self.index
-        verb = self._match(*self.VERBS)
+        verb = self._match(VERBS)
         if verb is not None:
-            hints, kind = self.VERBS[verb]
+            hints, kind = VERBS[verb]
             column = self.lexicon.column_hint(hints, kind)
         else:
             column = self._column()
-        when = self._match(*self.RECENCY) if column is not None and column.type == "date" else None
+        when = self._match(RECENCY) if column is not None and column.type == "date" else None
         if column is None or when is None:
             self._retreat(start)
             return None
-        return column, self.RECENCY[when]
+        return column, RECENCY[when]
 
     def _parse_tail(self, *, group: bool) -> tuple[Where, ColumnSpec | None]:
         """Filters and a group in either order, with filler between ("... are there in Berlin per city")."""
-        self._match(*self.FILLER)
+        self._match(FILLER)
         where = self._parse_conditions()
         grouped = self._parse_group() if group else None
-        self._match(*self.FILLER)
+        self._match(FILLER)
         if not where:
             where = self._parse_conditions()
         if grouped is None and group:
@@ -965,7 +749,7 @@ class Parser:
 
     def parse(self) -> QueryPlan | Staged:
         self.question.check_deadline()
-        while self._match(*self.LEADS):
+        while self._match(LEADS):
             pass
         for intent in (self._parse_count, self._parse_aggregate, self._parse_listing):
             start = self.index
@@ -977,17 +761,17 @@ class Parser:
 
     def _parse_count(self) -> QueryPlan | None:
         """ "how many employees are there in Berlin", "how many cities", "number of employees per city"."""
-        phrase = self._match(*self.COUNT_WORDS)
+        phrase = self._match(COUNT_WORDS)
         if phrase is None:
             return None
         self._require("count", phrase)
         self._skip_words({"the", "all"})
-        distinct = self._match(*self.DISTINCT_WORDS)
+        distinct = self._match(DISTINCT_WORDS)
         column = None
         if not self._table_word_ahead() or distinct:
             before = self.index
             column = self._column()
-            if column is not None and not self._ahead(*self.FILLER) and self._comparison_ahead(column):
+            if column is not None and not self._ahead(FILLER) and self._comparison_ahead(column):
                 self._retreat(before)
                 column = None
         if distinct and column is None:
@@ -1010,12 +794,12 @@ class Parser:
 
     def _parse_aggregate(self) -> QueryPlan | Staged | None:
         """ "average salary per department", "what is the median salary", "total salary of employees in sales"."""
-        self._match(*self.AGGREGATE_LEADS)
-        self._match("the")
-        phrase = self._match(*self.AGGREGATE_PHRASES)
+        self._match(AGGREGATE_LEADS)
+        self._match(THE)
+        phrase = self._match(AGGREGATES.phrases)
         if phrase is None:
             return None
-        function = next(name for name, phrases in self.AGGREGATES.items() if phrase in phrases)
+        function = AGGREGATES.label(phrase)
         start = self.index
         self._skip_words({"of", "the"})
         column = self._column()
@@ -1027,7 +811,7 @@ class Parser:
         self._require("median" if function == "median" else "aggregate", phrase)
         if function in ("avg", "sum", "median") and not column.numeric:
             self._fail(f"'{phrase}' needs a number column, but '{column.name}' is {column.type}")
-        if not self._ahead(*self.GROUP_WORDS):
+        if not self._ahead(GROUP_WORDS):
             self._skip_words({"of", "for", "among", "across"})
         self._skip_table_words()
         where, group = self._parse_tail(group=True)
@@ -1041,9 +825,9 @@ class Parser:
 
     def _parse_listing(self) -> QueryPlan | Staged | None:
         """Rows: "list employees in Berlin", "employees in Berlin", "who earns the most", "the salary of Alice"."""
-        lead = self._match(*self.LIST_WORDS) or self._match(*self.EXISTENTIAL)
+        lead = self._match(LIST_WORDS) or self._match(EXISTENTIAL)
         self._skip_words({"the", "all", "me", "any", "every"})
-        distinct = self._match(*self.DISTINCT_WORDS) is not None
+        distinct = self._match(DISTINCT_WORDS) is not None
         listed = self._existential_listing() if lead is not None else None
         if listed is not None:
             output = Output(listed.name, listed.name)
@@ -1061,7 +845,7 @@ class Parser:
         if of and not named and owner is None and top is None:
             owner = self._parse_owner()
         before = self.index
-        if shown and not named and self._match("have", "has", "with") and not self._skip_table_words():
+        if shown and not named and self._match(HAVE) and not self._skip_table_words():
             self._retreat(before)
         where = ((owner,),) if owner is not None else ()
         extreme = self._parse_extreme()
@@ -1096,7 +880,7 @@ class Parser:
         column's distinct values; the filler is never a value to filter on."""
         start = self.index
         found = self._parse_column()
-        if found is not None and self._match(*self.FILLER) and self.index == len(self.tokens):
+        if found is not None and self._match(FILLER) and self.index == len(self.tokens):
             return found[0]
         self._retreat(start)
         return None
@@ -1153,14 +937,14 @@ class Parser:
             columns.append(found[0])
             plural = plural and found[1]
             before = self.index
-            if not self._match(",", "and", ", and"):
+            if not self._match(COLUMN_JOINERS):
                 break
         else:
             self._retreat(before)
         if not columns or self._comparison_ahead(columns[-1]):
             self._retreat(start)
             return (), False, False
-        of = self._match("of", "for", "from") is not None
+        of = self._match(OWNER_LINKS) is not None
         return tuple(dict.fromkeys(columns)), plural, of
 
     def _order(self, shown: tuple[ColumnSpec, ...], column: ColumnSpec, descending: bool) -> tuple[OrderKey, ...]:
