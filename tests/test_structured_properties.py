@@ -26,8 +26,9 @@ from rag_integration.feature_groups.connectors.structured import (
     TableSpec,
     guard_sql,
 )
+from rag_integration.feature_groups.connectors.structured.question.cursor import NotUnderstood, Question
 from rag_integration.feature_groups.connectors.structured.question.lexicon import Lexicon
-from rag_integration.feature_groups.connectors.structured.question.parser import NotUnderstood, Parser, Question
+from rag_integration.feature_groups.connectors.structured.question.parser import Parser
 from rag_integration.feature_groups.connectors.structured.sql.sandbox import SqliteSandbox
 from rag_integration.testing.structured import COLUMNS, EMPLOYEES, TABLE
 

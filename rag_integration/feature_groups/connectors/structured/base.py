@@ -20,8 +20,9 @@ from rag_integration.core.options import OptionReader
 from rag_integration.core.per_query import ON_ERROR_OPTION, ErrorPolicy
 from rag_integration.core.schema import JSON, STRING, Shape
 from rag_integration.core.unicode_text import require_valid_text
+from rag_integration.feature_groups.connectors.structured.question.cursor import NotUnderstood, Question
 from rag_integration.feature_groups.connectors.structured.question.lexicon import Lexicon
-from rag_integration.feature_groups.connectors.structured.question.parser import NotUnderstood, Parser, Question
+from rag_integration.feature_groups.connectors.structured.question.parser import Parser
 from rag_integration.feature_groups.connectors.structured.sql.plan import QueryPlan, Staged
 from rag_integration.feature_groups.connectors.structured.sql.table import TableRows, TableSpec
 

@@ -13,67 +13,13 @@ from __future__ import annotations
 import datetime
 import math
 from collections.abc import Collection, Mapping
-from typing import ClassVar, NoReturn
+from typing import ClassVar
 
-from rag_integration.core.deadline import Budget
+from rag_integration.feature_groups.connectors.structured.question import phrases
 from rag_integration.feature_groups.connectors.structured.question.constructs import NAMES
-from rag_integration.feature_groups.connectors.structured.question.lexicon import MAX_VALUE_WORDS, PLANNING, Lexicon
-from rag_integration.feature_groups.connectors.structured.question.phrases import (
-    ABSENCE,
-    AGGREGATE_LEADS,
-    AGGREGATES,
-    ASCENDING,
-    BETWEEN,
-    BY,
-    CLAUSES,
-    COLUMN_JOINERS,
-    COMMA,
-    COMPARATIVE_ADJECTIVES,
-    COMPARATIVE_OR_BETWEEN,
-    COMPARATIVE_PHRASES,
-    COMPARATIVES,
-    COMPARISONS,
-    CONDITION_LEADS,
-    COUNT_WORDS,
-    DATE_COMPARISONS,
-    DATE_RANGES,
-    DESCENDING,
-    DISTINCT_WORDS,
-    EXCLUSIONS,
-    EXISTENTIAL,
-    EXTREMES,
-    FILLER,
-    FILTER_STARTS,
-    GROUP_WORDS,
-    HAVE,
-    HIGH,
-    JOINERS,
-    LEADS,
-    LIST_WORDS,
-    MONTHS,
-    MOST,
-    NEGATION_OR_EQUAL,
-    NEGATIONS,
-    NOT_NULL_WORDS,
-    NULL_WORDS,
-    NUMBER_WORDS,
-    OF,
-    ONE_OF,
-    ORDER_WORDS,
-    OWNER_LINKS,
-    PRESENCE_LEADS,
-    RANGE_JOINERS,
-    RECENCY,
-    STOP_WORDS,
-    SUPERLATIVES,
-    TEXT_MATCHES,
-    THE,
-    TOP,
-    VALUE_PREPOSITIONS,
-    VERBS,
-    Phrases,
-)
-from rag_integration.feature_groups.connectors.structured.question.tokens import Token, number_value, tokenize
+from rag_integration.feature_groups.connectors.structured.question.cursor import Cursor, Question
+from rag_integration.feature_groups.connectors.structured.question.lexicon import MAX_VALUE_WORDS
+from rag_integration.feature_groups.connectors.structured.question.tokens import Token, number_value
 from rag_integration.feature_groups.connectors.structured.sql.columns import INT64, ColumnSpec, is_iso_date
 from rag_integration.feature_groups.connectors.structured.sql.plan import (
     LIKE_ESCAPE,
@@ -93,66 +39,17 @@ NEGATED.update({"like": "not like", "is null": "is not null", "is not null": "is
 NEGATED.update({value: key for key, value in list(NEGATED.items()) if value.startswith("not ")})
 
 
-class NotUnderstood(Exception):
-    """Raised inside parsing with the reason; the backend turns it into ``InvalidOptionError`` on ``question``."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class Question:
-    """One question about one table: its text, tokens and the table's lexicon, and the deadline for planning it."""
-
-    def __init__(self, text: str, lexicon: Lexicon, deadline: Budget) -> None:
-        self.text = text
-        self.lexicon = lexicon
-        self.table = lexicon.table
-        self.deadline = deadline
-        self.tokens: list[Token] = tokenize(text, self.fail)
-
-    def fail(self, reason: str) -> NoReturn:
-        raise NotUnderstood(reason)
-
-    def check_deadline(self) -> None:
-        self.deadline.check(PLANNING)
-
-
-class Parser:
+class Parser(Cursor):
     """Recursive descent over one question's tokens; ``constructs`` are the constructs the backend enables."""
 
     NAMES: ClassVar[Mapping[str, str]] = NAMES
     """What each construct computes, named when a backend that does not enable it is asked for it."""
 
     def __init__(self, question: Question, constructs: Collection[str]) -> None:
-        self.question = question
-        self.tokens = question.tokens
-        self.lexicon = question.lexicon
-        self.table = question.table
+        super().__init__(question)
         self.constructs = frozenset(constructs)
-        self.index = 0
         self.unknown_owner = -1
         """Where "<columns> of" was followed by no stored value: named in the refusal if parsing stops there."""
-
-    # The cursor.
-
-    def _peek(self, offset: int = 0) -> Token | None:
-        index = self.index + offset
-        return self.tokens[index] if index < len(self.tokens) else None
-
-    def _retreat(self, index: int) -> None:
-        self.index = index
-
-    def _match(self, phrases: Phrases) -> str | None:
-        """Consume the longest of ``phrases`` that the next tokens spell (case-insensitively) and return it."""
-        found = phrases.match(self.tokens, self.index)
-        if found is None:
-            return None
-        phrase, self.index = found
-        return phrase
-
-    def _ahead(self, phrases: Phrases) -> bool:
-        return phrases.match(self.tokens, self.index) is not None
 
     def _skip_words(self, words: Collection[str]) -> list[str]:
         """Pass over filler ``words``, but never a column that a comparison follows ("where a is x" has column a)."""
@@ -162,23 +59,16 @@ class Parser:
             self.index += 1
         return skipped
 
-    def _table_word_ahead(self) -> bool:
-        token = self._peek()
-        return token is not None and token.key in self.lexicon.table_words
-
     def _skip_table_words(self) -> bool:
         skipped = self._skip_words(self.lexicon.table_words | {"the", "all", "of", "every"})
         return bool(set(skipped) & self.lexicon.table_words)
-
-    def _fail(self, reason: str) -> NoReturn:
-        raise NotUnderstood(reason)
 
     def _require(self, construct: str, phrase: str) -> None:
         if construct not in self.constructs:
             self._fail(f"{phrase!r} asks for {self.NAMES[construct]}, which this backend does not compute")
 
     def _finish(self) -> None:
-        self._match(FILLER)
+        self._match(phrases.FILLER)
         if self.index == self.unknown_owner < len(self.tokens):
             value = self.tokens[self.index].value
             self._fail(f"no text column holds the value {value!r}, so it names no row to look up")
@@ -224,14 +114,14 @@ class Parser:
         consuming them."""
         start = self.index
         self._skip_of_before_comparison()
-        found = self._ahead(DATE_COMPARISONS if column.type == "date" else COMPARISONS)
+        found = self._ahead(phrases.DATE_COMPARISONS if column.type == "date" else phrases.COMPARISONS)
         self._retreat(start)
         return found
 
     def _skip_of_before_comparison(self) -> None:
         """ "a rating of at least 3", "a price of under 10": the "of" joining a noun to its comparison."""
         start = self.index
-        if self._match(OF) and not self._ahead(COMPARATIVE_OR_BETWEEN):
+        if self._match(phrases.OF) and not self._ahead(phrases.COMPARATIVE_OR_BETWEEN):
             self._retreat(start)
 
     def _column_comparison_ahead(self) -> bool:
@@ -241,21 +131,15 @@ class Parser:
         self._retreat(start)
         return found
 
-    def _hinted_column(self, phrase: str, hints: tuple[str, ...], kind: str | None) -> ColumnSpec:
-        column = self.lexicon.column_hint(hints, kind)
-        if column is None:
-            self._fail(f"{phrase!r} names no column of this table; name the column")
-        return column
-
     def _parse_number(self, after: str) -> int | float:
         token = self._peek()
         if token is None or token.kind != "number":
             self._fail(f"expected a number after {after!r}")
         self.index += 1
         number = number_value(token.text)
-        word = self._match(NUMBER_WORDS)
+        word = self._match(phrases.NUMBER_WORDS)
         if word:
-            number = number * NUMBER_WORDS[word]
+            number = number * phrases.NUMBER_WORDS[word]
         if isinstance(number, float) and not math.isfinite(number):
             self._fail(f"{token.text} is outside the range SQLite stores")
         if isinstance(number, int) and not INT64[0] <= number <= INT64[1]:
@@ -277,7 +161,7 @@ class Parser:
         if is_iso_date(token.value) and token.kind in ("date", "quoted"):
             self.index += 1
             return token.value, token.value
-        month = MONTHS.get(token.key)
+        month = phrases.MONTHS.get(token.key)
         year_token = self._peek(1 if month else 0)
         if year_token is None or year_token.kind != "number" or not year_token.text.isdigit():
             return None
@@ -351,9 +235,9 @@ class Parser:
         while True:
             self.question.check_deadline()
             start = self.index
-            if self._match(JOINERS) is None:
+            if self._match(phrases.JOINERS) is None:
                 break
-            self._match(VALUE_PREPOSITIONS)
+            self._match(phrases.VALUE_PREPOSITIONS)
             found = self._parse_stored_value(column)
             if found is None or self._comparison_ahead(column):
                 self._retreat(start)
@@ -383,8 +267,8 @@ class Parser:
                 current = []
             current.append(condition)
             before = self.index
-            joiner = self._match(JOINERS)
-            if joiner is None and not (self._ahead(FILTER_STARTS) or self._column_comparison_ahead()):
+            joiner = self._match(phrases.JOINERS)
+            if joiner is None and not (self._ahead(phrases.FILTER_STARTS) or self._column_comparison_ahead()):
                 break
         else:
             self._retreat(before)
@@ -393,38 +277,38 @@ class Parser:
         return tuple(groups)
 
     def _clause_ahead(self) -> bool:
-        return self._ahead(CLAUSES)
+        return self._ahead(phrases.CLAUSES)
 
     def _parse_condition(self) -> Condition | None:
         start = self.index
         if self._clause_ahead():
             return None
-        leads = self._skip_words(CONDITION_LEADS)
-        negated = self._match(NEGATIONS) is not None
+        leads = self._skip_words(phrases.CONDITION_LEADS)
+        negated = self._match(phrases.NEGATIONS) is not None
         if negated:
-            leads += self._skip_words(CONDITION_LEADS)
-        if self._match(EXCLUSIONS):
+            leads += self._skip_words(phrases.CONDITION_LEADS)
+        if self._match(phrases.EXCLUSIONS):
             return self._parse_value_filter(not negated)
-        if self._match(ABSENCE):
+        if self._match(phrases.ABSENCE):
             absent = self._require_column("without", filler=("a", "an", "any"))
             return Condition(absent.name, "is not null" if negated else "is null")
         if (
             not self._column_comparison_ahead()
             and not self._comparison_word_ahead()
-            and self._match(VALUE_PREPOSITIONS)
+            and self._match(phrases.VALUE_PREPOSITIONS)
         ):
             return self._parse_value_filter(negated)
         condition = self._parse_hinted_condition(negated)
         if condition is not None:
             return condition
         column = self._column()
-        if column is not None and column.type == "date" and self._ahead(RECENCY):
+        if column is not None and column.type == "date" and self._ahead(phrases.RECENCY):
             self._retreat(start)
             return None
         if column is not None:
             if self._comparison_ahead(column):
                 return self._parse_comparison(column, negated)
-            if set(leads) & PRESENCE_LEADS:
+            if set(leads) & phrases.PRESENCE_LEADS:
                 return Condition(column.name, "is null" if negated else "is not null")
             self._fail(f"expected a comparison after column '{column.name}' (is, over, at least, between, ...)")
         if self._comparison_word_ahead():
@@ -455,26 +339,26 @@ class Parser:
         return self._text_condition(column, variants, negated)
 
     def _comparison_word_ahead(self) -> bool:
-        return self._ahead(COMPARATIVE_OR_BETWEEN)
+        return self._ahead(phrases.COMPARATIVE_OR_BETWEEN)
 
     def _parse_hinted_condition(self, negated: bool) -> Condition | None:
         """A verb or a comparative adjective standing for its column: "earning more than 50k", "older than 30"."""
-        adjective = self._match(COMPARATIVE_ADJECTIVES)
+        adjective = self._match(phrases.COMPARATIVE_ADJECTIVES)
         if adjective is not None:
-            for hints, operator, kind in COMPARATIVE_ADJECTIVES[adjective]:
+            for hints, operator, kind in phrases.COMPARATIVE_ADJECTIVES[adjective]:
                 column = self.lexicon.column_hint(hints, kind)
                 if column is not None:
                     condition = self._ordered_condition(column, operator, adjective)
                     return self._negated(condition) if negated else condition
             self._fail(f"{adjective!r} names no column of this table; name the column")
         start = self.index
-        verb = self._match(VERBS)
+        verb = self._match(phrases.VERBS)
         if verb is None:
             return None
-        if self._ahead(MOST):
+        if self._ahead(phrases.MOST):
             self._retreat(start)
             return None
-        hints, kind = VERBS[verb]
+        hints, kind = phrases.VERBS[verb]
         column = self._hinted_column(verb, hints, kind)
         if self._comparison_ahead(column):
             return self._parse_comparison(column, negated)
@@ -483,13 +367,13 @@ class Parser:
     def _parse_counted_comparison(self, negated: bool) -> Condition | None:
         """ "at least 100 attendees", "more than 3 rooms": the number column named after its number."""
         start = self.index
-        phrase = self._match(COMPARATIVE_PHRASES)
+        phrase = self._match(phrases.COMPARATIVE_PHRASES)
         token = self._peek()
         if phrase is not None and token is not None and token.kind == "number":
             number = self._parse_number(phrase)
             column = self._column()
             if column is not None and column.numeric:
-                operator = COMPARATIVES.label(phrase)
+                operator = phrases.COMPARATIVES.label(phrase)
                 condition = Condition(column.name, operator, (number,))
                 return self._negated(condition) if negated else condition
         self._retreat(start)
@@ -501,7 +385,7 @@ class Parser:
         if counted is not None:
             return counted
         start = self.index
-        self._match(COMPARATIVE_OR_BETWEEN)
+        self._match(phrases.COMPARATIVE_OR_BETWEEN)
         token = self._peek()
         kind = "date" if token is not None and (token.kind == "date" or self._parse_dates() is not None) else "number"
         self._retreat(start)
@@ -520,9 +404,9 @@ class Parser:
         """
         said_is = implied_equal
         self._skip_of_before_comparison()
-        while (word := self._match(NEGATION_OR_EQUAL)) is not None:
+        while (word := self._match(phrases.NEGATION_OR_EQUAL)) is not None:
             said_is = True
-            negated = negated != (word in NEGATIONS)
+            negated = negated != (word in phrases.NEGATIONS)
         condition = self._parse_positive_comparison(column, said_is, negated)
         return self._negated(condition) if negated else condition
 
@@ -530,22 +414,22 @@ class Parser:
         null = self._parse_null(column)
         if null is not None:
             return null
-        for pattern, phrases in TEXT_MATCHES.groups.items():
-            phrase = self._match(phrases)
+        for pattern, group in phrases.TEXT_MATCHES.groups.items():
+            phrase = self._match(group)
             if phrase is not None:
                 return self._parse_text_match(column, pattern, phrase)
-        if self._match(BETWEEN):
+        if self._match(phrases.BETWEEN):
             low = self._ordered_condition(column, ">=", "between").values[0]
-            if not self._match(RANGE_JOINERS):
+            if not self._match(phrases.RANGE_JOINERS):
                 self._fail(f"expected 'and' in '{column.name} between ... and ...'")
             return Condition(column.name, "between", (low, self._ordered_condition(column, "<=", "between").values[0]))
-        for operator, phrases in COMPARATIVES.groups.items():
-            phrase = self._match(phrases)
+        for operator, group in phrases.COMPARATIVES.groups.items():
+            phrase = self._match(group)
             if phrase is not None:
                 return self._ordered_condition(column, operator, phrase)
-        if column.type == "date" and self._match(DATE_RANGES):
+        if column.type == "date" and self._match(phrases.DATE_RANGES):
             return self._ordered_condition(column, "=", "in")
-        if column.type == "text" and self._match(ONE_OF):
+        if column.type == "text" and self._match(phrases.ONE_OF):
             said_is = True
         if said_is:
             return self._parse_equality(column, negated)
@@ -556,9 +440,9 @@ class Parser:
         if column.type == "text" and self._parse_stored_value(column) is not None:
             self._retreat(start)
             return None
-        if self._match(NOT_NULL_WORDS):
+        if self._match(phrases.NOT_NULL_WORDS):
             return Condition(column.name, "is not null")
-        if self._match(NULL_WORDS):
+        if self._match(phrases.NULL_WORDS):
             return Condition(column.name, "is null")
         return None
 
@@ -600,7 +484,7 @@ class Parser:
             return token.value
         words: list[str] = []
         while (token := self._peek()) is not None and token.kind in ("word", "number", "date"):
-            if token.key in STOP_WORDS:
+            if token.key in phrases.STOP_WORDS:
                 break
             words.append(token.text)
             self.index += 1
@@ -619,7 +503,7 @@ class Parser:
             condition = self._ordered_condition(column, "=", "in")
             return self._negated(condition) if negated else condition
         before_article = self.index
-        self._match(THE)
+        self._match(phrases.THE)
         found = self._parse_stored_value(None)
         if found is None:
             self._retreat(before_article)
@@ -641,7 +525,7 @@ class Parser:
     # Clauses.
 
     def _parse_group(self) -> ColumnSpec | None:
-        phrase = self._match(GROUP_WORDS)
+        phrase = self._match(phrases.GROUP_WORDS)
         if phrase is None:
             return None
         self._require("group", phrase)
@@ -649,34 +533,34 @@ class Parser:
 
     def _parse_order(self) -> tuple[ColumnSpec, bool] | None:
         start = self.index
-        self._match(COMMA)
-        phrase = self._match(ORDER_WORDS)
+        self._match(phrases.COMMA)
+        phrase = self._match(phrases.ORDER_WORDS)
         if phrase is None:
             self._retreat(start)
             return None
         self._require("order", phrase)
         column = self._require_column(phrase)
-        descending = self._match(DESCENDING) is not None
+        descending = self._match(phrases.DESCENDING) is not None
         if not descending:
-            self._match(ASCENDING)
+            self._match(phrases.ASCENDING)
         return column, descending
 
     def _parse_top(self) -> tuple[int, ColumnSpec, bool] | None:
         """ "top 3 by salary" (highest first), "bottom 3 by salary", "the 3 cheapest products"."""
         start = self.index
-        self._match(COMMA)
-        word = self._match(TOP)
+        self._match(phrases.COMMA)
+        word = self._match(phrases.TOP)
         if word is not None:
             self._require("top", word)
             count = self._parse_int(word)
             self._skip_table_words()
-            if self._match(BY):
+            if self._match(phrases.BY):
                 return count, self._require_column(f"{word} {count} by"), word == "top"
             extreme = self._parse_superlative()
             if extreme is None:
                 self._fail(f"'{word} N' needs 'by <column>'")
             return count, extreme[0], extreme[1] if word == "top" else not extreme[1]
-        self._match(THE)
+        self._match(phrases.THE)
         token = self._peek()
         if token is not None and token.kind == "number":
             count = self._parse_int("the")
@@ -690,17 +574,17 @@ class Parser:
     def _parse_superlative(self) -> tuple[ColumnSpec, bool] | None:
         """ "the highest salary", "the oldest", "the most expensive", "earns the most": a column and its direction."""
         start = self.index
-        self._match(THE)
-        word = self._match(EXTREMES)
+        self._match(phrases.THE)
+        word = self._match(phrases.EXTREMES)
         if word is not None:
             column = self._column()
             if column is not None:
-                return column, word in HIGH
+                return column, word in phrases.HIGH
             self._retreat(start)
-            self._match(THE)
-        adjective = self._match(SUPERLATIVES)
+            self._match(phrases.THE)
+        adjective = self._match(phrases.SUPERLATIVES)
         if adjective is not None:
-            for hints, descending, kind in SUPERLATIVES[adjective]:
+            for hints, descending, kind in phrases.SUPERLATIVES[adjective]:
                 column = self.lexicon.column_hint(hints, kind)
                 if column is not None:
                     return column, descending
@@ -709,36 +593,36 @@ class Parser:
         recent = self._parse_recency()
         if recent is not None:
             return recent
-        verb = self._match(VERBS)
-        most = self._match(MOST) if verb else None
+        verb = self._match(phrases.VERBS)
+        most = self._match(phrases.MOST) if verb else None
         if verb is None or most is None:
             self._retreat(start)
             return None
-        hints, kind = VERBS[verb]
-        return self._hinted_column(verb, hints, kind), MOST[most]
+        hints, kind = phrases.VERBS[verb]
+        return self._hinted_column(verb, hints, kind), phrases.MOST[most]
 
     def _parse_recency(self) -> tuple[ColumnSpec, bool] | None:
         """ "joined most recently", "hired first", "released last": a date column, by its name or its verb, and a
         direction."""
         start = self.index
-        verb = self._match(VERBS)
+        verb = self._match(phrases.VERBS)
         if verb is not None:
-            hints, kind = VERBS[verb]
+            hints, kind = phrases.VERBS[verb]
             column = self.lexicon.column_hint(hints, kind)
         else:
             column = self._column()
-        when = self._match(RECENCY) if column is not None and column.type == "date" else None
+        when = self._match(phrases.RECENCY) if column is not None and column.type == "date" else None
         if column is None or when is None:
             self._retreat(start)
             return None
-        return column, RECENCY[when]
+        return column, phrases.RECENCY[when]
 
     def _parse_tail(self, *, group: bool) -> tuple[Where, ColumnSpec | None]:
         """Filters and a group in either order, with filler between ("... are there in Berlin per city")."""
-        self._match(FILLER)
+        self._match(phrases.FILLER)
         where = self._parse_conditions()
         grouped = self._parse_group() if group else None
-        self._match(FILLER)
+        self._match(phrases.FILLER)
         if not where:
             where = self._parse_conditions()
         if grouped is None and group:
@@ -749,7 +633,7 @@ class Parser:
 
     def parse(self) -> QueryPlan | Staged:
         self.question.check_deadline()
-        while self._match(LEADS):
+        while self._match(phrases.LEADS):
             pass
         for intent in (self._parse_count, self._parse_aggregate, self._parse_listing):
             start = self.index
@@ -761,17 +645,17 @@ class Parser:
 
     def _parse_count(self) -> QueryPlan | None:
         """ "how many employees are there in Berlin", "how many cities", "number of employees per city"."""
-        phrase = self._match(COUNT_WORDS)
+        phrase = self._match(phrases.COUNT_WORDS)
         if phrase is None:
             return None
         self._require("count", phrase)
         self._skip_words({"the", "all"})
-        distinct = self._match(DISTINCT_WORDS)
+        distinct = self._match(phrases.DISTINCT_WORDS)
         column = None
         if not self._table_word_ahead() or distinct:
             before = self.index
             column = self._column()
-            if column is not None and not self._ahead(FILLER) and self._comparison_ahead(column):
+            if column is not None and not self._ahead(phrases.FILLER) and self._comparison_ahead(column):
                 self._retreat(before)
                 column = None
         if distinct and column is None:
@@ -794,12 +678,12 @@ class Parser:
 
     def _parse_aggregate(self) -> QueryPlan | Staged | None:
         """ "average salary per department", "what is the median salary", "total salary of employees in sales"."""
-        self._match(AGGREGATE_LEADS)
-        self._match(THE)
-        phrase = self._match(AGGREGATES.phrases)
+        self._match(phrases.AGGREGATE_LEADS)
+        self._match(phrases.THE)
+        phrase = self._match(phrases.AGGREGATES.phrases)
         if phrase is None:
             return None
-        function = AGGREGATES.label(phrase)
+        function = phrases.AGGREGATES.label(phrase)
         start = self.index
         self._skip_words({"of", "the"})
         column = self._column()
@@ -811,7 +695,7 @@ class Parser:
         self._require("median" if function == "median" else "aggregate", phrase)
         if function in ("avg", "sum", "median") and not column.numeric:
             self._fail(f"'{phrase}' needs a number column, but '{column.name}' is {column.type}")
-        if not self._ahead(GROUP_WORDS):
+        if not self._ahead(phrases.GROUP_WORDS):
             self._skip_words({"of", "for", "among", "across"})
         self._skip_table_words()
         where, group = self._parse_tail(group=True)
@@ -825,9 +709,9 @@ class Parser:
 
     def _parse_listing(self) -> QueryPlan | Staged | None:
         """Rows: "list employees in Berlin", "employees in Berlin", "who earns the most", "the salary of Alice"."""
-        lead = self._match(LIST_WORDS) or self._match(EXISTENTIAL)
+        lead = self._match(phrases.LIST_WORDS) or self._match(phrases.EXISTENTIAL)
         self._skip_words({"the", "all", "me", "any", "every"})
-        distinct = self._match(DISTINCT_WORDS) is not None
+        distinct = self._match(phrases.DISTINCT_WORDS) is not None
         listed = self._existential_listing() if lead is not None else None
         if listed is not None:
             output = Output(listed.name, listed.name)
@@ -845,7 +729,7 @@ class Parser:
         if of and not named and owner is None and top is None:
             owner = self._parse_owner()
         before = self.index
-        if shown and not named and self._match(HAVE) and not self._skip_table_words():
+        if shown and not named and self._match(phrases.HAVE) and not self._skip_table_words():
             self._retreat(before)
         where = ((owner,),) if owner is not None else ()
         extreme = self._parse_extreme()
@@ -880,7 +764,7 @@ class Parser:
         column's distinct values; the filler is never a value to filter on."""
         start = self.index
         found = self._parse_column()
-        if found is not None and self._match(FILLER) and self.index == len(self.tokens):
+        if found is not None and self._match(phrases.FILLER) and self.index == len(self.tokens):
             return found[0]
         self._retreat(start)
         return None
@@ -937,14 +821,14 @@ class Parser:
             columns.append(found[0])
             plural = plural and found[1]
             before = self.index
-            if not self._match(COLUMN_JOINERS):
+            if not self._match(phrases.COLUMN_JOINERS):
                 break
         else:
             self._retreat(before)
         if not columns or self._comparison_ahead(columns[-1]):
             self._retreat(start)
             return (), False, False
-        of = self._match(OWNER_LINKS) is not None
+        of = self._match(phrases.OWNER_LINKS) is not None
         return tuple(dict.fromkeys(columns)), plural, of
 
     def _order(self, shown: tuple[ColumnSpec, ...], column: ColumnSpec, descending: bool) -> tuple[OrderKey, ...]:
