@@ -1,11 +1,14 @@
 """The question and a cursor over its tokens: what the parser's grammar moves, matches phrase tables with and
-retreats on when a construct does not fit."""
+retreats on when a construct does not fit, and the column lookups at the cursor (a column named next, whether a
+comparison follows it) that every construct shares."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import NoReturn
 
 from rag_integration.core.deadline import Budget
+from rag_integration.feature_groups.connectors.structured.question import phrases
 from rag_integration.feature_groups.connectors.structured.question.lexicon import PLANNING, Lexicon
 from rag_integration.feature_groups.connectors.structured.question.phrases import Phrases
 from rag_integration.feature_groups.connectors.structured.question.tokens import Token, tokenize
@@ -38,7 +41,8 @@ class Question:
 
 
 class Cursor:
-    """A position in one question's tokens, and the table's lexicon to read column names with."""
+    """A position in one question's tokens, and the table's lexicon to read column names with; the grammar lives in
+    ``Parser``, which moves this cursor."""
 
     def __init__(self, question: Question) -> None:
         self.question = question
@@ -77,3 +81,68 @@ class Cursor:
         if column is None:
             self._fail(f"{phrase!r} names no column of this table; name the column")
         return column
+
+    def _skip_words(self, words: Collection[str]) -> list[str]:
+        """Pass over filler ``words``, but never a column that a comparison follows ("where a is x" has column a)."""
+        skipped: list[str] = []
+        while (token := self._peek()) is not None and token.key in words and not self._column_comparison_ahead():
+            skipped.append(token.key)
+            self.index += 1
+        return skipped
+
+    def _skip_table_words(self) -> bool:
+        skipped = self._skip_words(self.lexicon.table_words | {"the", "all", "of", "every"})
+        return bool(set(skipped) & self.lexicon.table_words)
+
+    def _read_column(self) -> tuple[ColumnSpec, bool] | None:
+        """The column named next, by its name or words, singular or plural (longest match), and whether plural."""
+        first = self._peek()
+        best = None
+        for spelling in self.lexicon.spellings.get(first.key if first else "", ()):
+            if (best is None or len(spelling.words) > len(best.words)) and all(
+                (token := self._peek(offset)) is not None and token.key == word
+                for offset, word in enumerate(spelling.words)
+            ):
+                best = spelling
+        if best is None:
+            return None
+        self.index += len(best.words)
+        return best.column, best.plural
+
+    def _column(self) -> ColumnSpec | None:
+        found = self._read_column()
+        return None if found is None else found[0]
+
+    def _require_column(self, after: str, filler: Collection[str] = ()) -> ColumnSpec:
+        start = self.index
+        self._skip_words(filler)
+        column = self._column()
+        if column is None and self.index != start:
+            self._retreat(start)
+            column = self._column()
+        if column is None:
+            names = ", ".join(column.name for column in self.table.columns)
+            self._fail(f"expected a column after {after!r}, one of: {names}")
+        return column
+
+    def _comparison_ahead(self, column: ColumnSpec) -> bool:
+        """True when the next words compare ``column`` ("over", "is", "starts with", "of at least"), without
+        consuming them."""
+        start = self.index
+        self._skip_of_before_comparison()
+        found = self._ahead(phrases.DATE_COMPARISONS if column.type == "date" else phrases.COMPARISONS)
+        self._retreat(start)
+        return found
+
+    def _skip_of_before_comparison(self) -> None:
+        """ "a rating of at least 3", "a price of under 10": the "of" joining a noun to its comparison."""
+        start = self.index
+        if self._match(phrases.OF) and not self._ahead(phrases.COMPARATIVE_OR_BETWEEN):
+            self._retreat(start)
+
+    def _column_comparison_ahead(self) -> bool:
+        start = self.index
+        column = self._column()
+        found = column is not None and self._comparison_ahead(column)
+        self._retreat(start)
+        return found

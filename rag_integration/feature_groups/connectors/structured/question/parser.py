@@ -1,11 +1,11 @@
 """The question parser: English about one table -> a ``QueryPlan``, in the manner of sqlglot's ``Parser``.
 
-Phrase tables are objects in ``phrases``, each construct has one ``_parse_*`` method, and a cursor over the tokens
-matches phrases and retreats when a construct does not fit. A backend enables a set of constructs; a construct it
-does not enable is refused by name, so the base can point to a backend that has it. Every token must be
-understood: what is left over is refused, never turned into "list everything". Each construct looks ahead a
-bounded number of tokens and values are found by dict lookups of at most ``MAX_VALUE_WORDS`` words, so parsing is
-linear in the question's length; the deadline is checked as it goes.
+Phrase tables are objects in ``phrases``, each construct has one ``_parse_*`` method, and a cursor over the
+tokens (``cursor.Cursor``) matches phrases and retreats when a construct does not fit. A backend enables a set of
+constructs (``constructs``); a construct it does not enable is refused by name, so the base can point to a backend
+that has it. Every token must be understood: what is left over is refused, never turned into "list everything".
+Each construct looks ahead a bounded number of tokens and values are found by dict lookups of at most
+``MAX_VALUE_WORDS`` words, so parsing is linear in the question's length; the deadline is checked as it goes.
 """
 
 from __future__ import annotations
@@ -51,18 +51,6 @@ class Parser(Cursor):
         self.unknown_owner = -1
         """Where "<columns> of" was followed by no stored value: named in the refusal if parsing stops there."""
 
-    def _skip_words(self, words: Collection[str]) -> list[str]:
-        """Pass over filler ``words``, but never a column that a comparison follows ("where a is x" has column a)."""
-        skipped: list[str] = []
-        while (token := self._peek()) is not None and token.key in words and not self._column_comparison_ahead():
-            skipped.append(token.key)
-            self.index += 1
-        return skipped
-
-    def _skip_table_words(self) -> bool:
-        skipped = self._skip_words(self.lexicon.table_words | {"the", "all", "of", "every"})
-        return bool(set(skipped) & self.lexicon.table_words)
-
     def _require(self, construct: str, phrase: str) -> None:
         if construct not in self.constructs:
             self._fail(f"{phrase!r} asks for {self.NAMES[construct]}, which this backend does not compute")
@@ -76,60 +64,7 @@ class Parser(Cursor):
             rest = " ".join(token.text for token in self.tokens[self.index :])
             self._fail(f"could not understand {rest!r}")
 
-    # Columns and values.
-
-    def _parse_column(self) -> tuple[ColumnSpec, bool] | None:
-        """The column named next, by its name or words, singular or plural (longest match), and whether plural."""
-        first = self._peek()
-        best = None
-        for spelling in self.lexicon.spellings.get(first.key if first else "", ()):
-            if (best is None or len(spelling.words) > len(best.words)) and all(
-                (token := self._peek(offset)) is not None and token.key == word
-                for offset, word in enumerate(spelling.words)
-            ):
-                best = spelling
-        if best is None:
-            return None
-        self.index += len(best.words)
-        return best.column, best.plural
-
-    def _column(self) -> ColumnSpec | None:
-        found = self._parse_column()
-        return None if found is None else found[0]
-
-    def _require_column(self, after: str, filler: Collection[str] = ()) -> ColumnSpec:
-        start = self.index
-        self._skip_words(filler)
-        column = self._column()
-        if column is None and self.index != start:
-            self._retreat(start)
-            column = self._column()
-        if column is None:
-            names = ", ".join(column.name for column in self.table.columns)
-            self._fail(f"expected a column after {after!r}, one of: {names}")
-        return column
-
-    def _comparison_ahead(self, column: ColumnSpec) -> bool:
-        """True when the next words compare ``column`` ("over", "is", "starts with", "of at least"), without
-        consuming them."""
-        start = self.index
-        self._skip_of_before_comparison()
-        found = self._ahead(phrases.DATE_COMPARISONS if column.type == "date" else phrases.COMPARISONS)
-        self._retreat(start)
-        return found
-
-    def _skip_of_before_comparison(self) -> None:
-        """ "a rating of at least 3", "a price of under 10": the "of" joining a noun to its comparison."""
-        start = self.index
-        if self._match(phrases.OF) and not self._ahead(phrases.COMPARATIVE_OR_BETWEEN):
-            self._retreat(start)
-
-    def _column_comparison_ahead(self) -> bool:
-        start = self.index
-        column = self._column()
-        found = column is not None and self._comparison_ahead(column)
-        self._retreat(start)
-        return found
+    # Values.
 
     def _parse_number(self, after: str) -> int | float:
         token = self._peek()
@@ -763,7 +698,7 @@ class Parser(Cursor):
         """A column and filler ending the question ("which cities are there", "what cities exist") ask for the
         column's distinct values; the filler is never a value to filter on."""
         start = self.index
-        found = self._parse_column()
+        found = self._read_column()
         if found is not None and self._match(phrases.FILLER) and self.index == len(self.tokens):
             return found[0]
         self._retreat(start)
@@ -816,7 +751,7 @@ class Parser(Cursor):
         start = before = self.index
         columns: list[ColumnSpec] = []
         plural = True
-        while not self._table_word_ahead() and (found := self._parse_column()) is not None:
+        while not self._table_word_ahead() and (found := self._read_column()) is not None:
             self.question.check_deadline()
             columns.append(found[0])
             plural = plural and found[1]
