@@ -301,18 +301,16 @@ MONTHS = {
 }  # fmt: skip
 NUMBER_WORDS: PhraseMap[int] = PhraseMap({"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000})
 COMPARATIVE_PHRASES = COMPARATIVES.phrases
-COMPARISONS = NEGATIONS + EQUAL + Phrases("between") + COMPARATIVE_PHRASES + TEXT_MATCHES.phrases
+COMPARISONS = NEGATIONS + EQUAL + BETWEEN + COMPARATIVE_PHRASES + TEXT_MATCHES.phrases
 DATE_COMPARISONS = COMPARISONS + DATE_RANGES
-CLAUSES = GROUP_WORDS + ORDER_WORDS + FILLER + Phrases("top", "bottom")
+CLAUSES = GROUP_WORDS + ORDER_WORDS + FILLER + TOP
 STOP_WORDS = frozenset(
     ["and", "or", "order", "ordered", "sort", "sorted", "per", "by", "grouped", "group", "for", "top", "bottom",
      "first", "limit", "with", "where", "whose", "having", "in", "from", "at", "who", "that", "which", "but"]
 )  # fmt: skip
 """Words that end an unquoted value no column stores: ``name is Zed and ...`` binds "Zed"."""
-
-
 NEGATION_OR_EQUAL = NEGATIONS + EQUAL
 COMPARATIVE_OR_BETWEEN = COMPARATIVE_PHRASES + BETWEEN
 EXTREMES = HIGH + LOW
 FILTER_STARTS = IMPLICIT_AND + VERBS + COMPARATIVE_ADJECTIVES
-"""What starts another filter after a joiner, so 'and' there joins filters, not values."""
+"""What starts another filter with no 'and' before it: 'in Berlin earning over 50k'."""
