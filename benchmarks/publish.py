@@ -34,7 +34,7 @@ from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
 
 from rag_integration import Corpus
-from rag_integration.core.index_cache import INDEX_CACHE
+from rag_integration.core.indexes.cache import INDEX_CACHE
 from rag_integration.core.options import OptionReader
 from rag_integration.evaluation import Dataset, evaluate, load_dataset, per_query_scores
 from rag_integration.evaluation.metrics import mean_scores

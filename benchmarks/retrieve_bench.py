@@ -25,7 +25,7 @@ from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
 
 from rag_integration import Corpus
-from rag_integration.core.index_cache import INDEX_CACHE
+from rag_integration.core.indexes.cache import INDEX_CACHE
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
 
 DOCUMENTS = 10_000

@@ -100,7 +100,7 @@ def spark_run(corpus: list[dict[str, str]], queries: list[str], threads: int) ->
     from mloda.user.spark import SparkFramework
     from pyspark.sql import SparkSession
 
-    from rag_integration.core.frames import adapter_for
+    from rag_integration.core.contract.frames import adapter_for
 
     SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
 
@@ -142,7 +142,7 @@ def child(mode: str, data: str, threads: int) -> None:
     runs = {"raw": raw_run, "connector": connector_run, "lean": partial(connector_run, lean=True), "spark": spark_run}
     measured = runs[mode](corpus, queries, threads)
     fixed_seconds = time.perf_counter() - started
-    stats = None if mode == "raw" else importlib.import_module("rag_integration.core.index_cache").INDEX_CACHE.stats
+    stats = None if mode == "raw" else importlib.import_module("rag_integration.core.indexes.cache").INDEX_CACHE.stats
     builds = stats.builds if stats else 0
     before, wall, cpu = peak_mib(), time.perf_counter(), time.process_time()
     total = measured()

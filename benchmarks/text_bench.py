@@ -2,7 +2,7 @@
 
     uv run --all-extras python benchmarks/text_bench.py
 
-Cases: sentence splitting (``core.sentences``); R2R post-processing of a response body, in process (parse the JSON,
+Cases: sentence splitting (``core.text.sentences``); R2R post-processing of a response body, in process (parse the JSON,
 read it as an R2R answer, ground every chunk and the answer in the corpus: what follows the HTTP read); structured
 planning through the public ``structured_rows`` feature with the ``aggregate`` backend (a table of many distinct
 values and a long question naming one of them; the SQL itself is trivial). The goal is at most 12x the time for 10x
@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rag_integration.core.documents import read_documents
-from rag_integration.core.sentences import split_sentences
+from rag_integration.core.documents.corpus import read_documents
+from rag_integration.core.text.sentences import split_sentences
 from rag_integration.feature_groups.connectors.generate import ExtractiveResponder, TemplateResponder
 from rag_integration.feature_groups.connectors.orchestrator.base import ground_answer
 from rag_integration.feature_groups.connectors.orchestrator.r2r_orchestrator import read_rag_response

@@ -1,9 +1,9 @@
 """rag-integration: open-source RAG tools behind mloda features, one option away from each other."""
 
-from rag_integration.core.documents import Corpus
-from rag_integration.core.index_cache import configure_index_cache
-from rag_integration.core.mloda_logging import quiet_connector_error_tracebacks
-from rag_integration.core.transformers import load_transformers_only_for
+from rag_integration.core.contract.mloda_logging import quiet_connector_error_tracebacks
+from rag_integration.core.contract.transformers import load_transformers_only_for
+from rag_integration.core.documents.corpus import Corpus
+from rag_integration.core.indexes.cache import configure_index_cache
 from rag_integration.registry import available_backends
 
 quiet_connector_error_tracebacks()

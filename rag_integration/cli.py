@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
+from rag_integration.console import console, print_table
 from rag_integration.core.errors import ConnectorError
 from rag_integration.core.progress import progress_display, step
 from rag_integration.registry import available_backends
@@ -101,19 +101,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return int(command.main(list(sys.argv[1:] if argv is None else argv), PROG, standalone_mode=False))
 
 
-def _console() -> Console:
-    return Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
-
-
-def print_table(header: Sequence[str], rows: Sequence[Sequence[str]], out: Any = None) -> None:
-    """A plain table (used by the demos)."""
-    table = Table(*header, box=None, header_style="bold", pad_edge=False)
-    for row in rows:
-        table.add_row(*(str(cell) for cell in row))
-    console = Console(file=out, soft_wrap=False, width=160) if out is not None else _console()
-    console.print(table)
-
-
 def _split_list(text: str, what: str) -> list[str]:
     values = [value.strip() for value in text.split(",") if value.strip()]
     if not values or len(set(values)) != len(values):
@@ -188,7 +175,7 @@ def index(
     }
     with progress_display(progress), step(f"indexing {len(paths)} path(s) into {index_dir}"):
         rows = _run_feature(feature_name, options, set(STAGES), progress)
-    _console().print(f"indexed {len(rows)} chunks into {index_dir}")
+    console().print(f"indexed {len(rows)} chunks into {index_dir}")
     return 0
 
 
@@ -256,7 +243,7 @@ def _run_feature(name: str, options: dict[str, Any], groups: set[type[Any]], pro
     from mloda.user import Feature, Options, PluginCollector, mlodaAPI
     from mloda.user.python_dict import PythonDictFramework
 
-    from rag_integration.core.frames import frame_column
+    from rag_integration.core.contract.frames import frame_column
 
     result = mlodaAPI.run_all(
         [Feature(name, options=Options(context={**options, "show_progress": progress}))],
@@ -330,7 +317,7 @@ def evaluate_command(
         table.add_column(column, justify="left" if column == "backend" else "right")
     for label, result in results.items():
         table.add_row(label, *(f"{result.metrics[name]:.4f}" for name in metric_names), f"{result.seconds:.1f}")
-    _console().print(table)
+    console().print(table)
     if json_path is not None:
         document = {
             "dataset": collection.name,

@@ -7,7 +7,7 @@ import importlib.metadata
 import pkgutil
 from dataclasses import dataclass
 
-from rag_integration.core.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 
 CONNECTORS_PACKAGE = "rag_integration.feature_groups.connectors"
 PIPELINE_PACKAGE = "rag_integration.feature_groups.rag_pipeline"

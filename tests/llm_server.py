@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from rag_integration.core.grounding import quotable_sentences
+from rag_integration.core.text.grounding import quotable_sentences
 
 
 @dataclass(frozen=True)

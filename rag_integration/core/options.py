@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
+import typing
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 
@@ -23,6 +26,7 @@ class _Missing:
 
 
 REQUIRED: Any = _Missing()
+T = TypeVar("T")
 
 
 class OptionReader:
@@ -34,7 +38,7 @@ class OptionReader:
 
     def raw(self, key: str) -> Any:
         """The value as given, or None when absent. A request never carries an explicit None: it is refused while
-        mloda matches the request (``core.declarations``), so None here always means the key was left out."""
+        mloda matches the request (``core.contract.declarations``), so None here always means the key was left out."""
         return self._options.get(key)
 
     def has(self, key: str) -> bool:
@@ -157,3 +161,148 @@ def _range_text(kind: str, minimum: float | None, maximum: float | None, exclusi
     if maximum is not None:
         return f"{kind} <= {maximum}"
     return kind
+
+
+@dataclass(frozen=True)
+class NoSettings:
+    """The settings of a backend without options of its own."""
+
+
+KINDS = ("string", "integer", "number", "boolean", "choice", "path", "sequence", "string_or_strings")
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option, declared once: its key, kind, default, bounds or choices and a line of help. Reading, the
+    ``OPTIONS`` a backend declares and the options tables in the docs all derive from it."""
+
+    key: str
+    kind: str
+    help: str
+    default: Any = REQUIRED
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: bool = False
+    choices: tuple[str, ...] = ()
+    allow_empty: bool = False
+    shown_as: str = ""
+    """The type column of the docs' tables, when the kind and bounds alone would say too little."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"option {self.key!r}: kind {self.kind!r} is not one of {KINDS}")
+        if (self.kind == "choice") != bool(self.choices):
+            raise ValueError(f"option {self.key!r}: choices go with kind 'choice', and only with it")
+
+    def read(self, reader: OptionReader) -> Any:
+        """The request's value, checked as declared, or the default."""
+        if self.kind == "integer":
+            minimum = None if self.minimum is None else int(self.minimum)
+            maximum = None if self.maximum is None else int(self.maximum)
+            return reader.integer(self.key, default=self.default, minimum=minimum, maximum=maximum)
+        if self.kind == "number":
+            return reader.number(
+                self.key,
+                default=self.default,
+                minimum=self.minimum,
+                maximum=self.maximum,
+                exclusive_minimum=self.exclusive_minimum,
+            )
+        if self.kind == "choice":
+            return reader.choice(self.key, self.choices, default=self.default)
+        if self.kind == "string":
+            return reader.string(self.key, default=self.default, allow_empty=self.allow_empty)
+        reading: Any = getattr(reader, self.kind)
+        return reading(self.key, default=self.default)
+
+    def field(self) -> Any:
+        """A dataclass field carrying this declaration (a fresh one per class that uses it), with the option's
+        default as the field's, so settings can also be made by hand."""
+        if self.default is REQUIRED:
+            return dataclasses.field(metadata={OPTION_METADATA: self})
+        return dataclasses.field(default=self.default, metadata={OPTION_METADATA: self})
+
+    def type_text(self) -> str:
+        """The kind with its bounds, as the options tables print it."""
+        if self.shown_as:
+            return self.shown_as
+        if self.kind == "choice":
+            return "one of " + ", ".join(f"`{choice}`" for choice in self.choices)
+        names = {"integer": "int", "number": "number", "boolean": "bool", "string": "str", "path": "path"}
+        text = names.get(self.kind, self.kind.replace("_", " "))
+        if self.minimum is not None and self.maximum is not None:
+            if self.exclusive_minimum:
+                return f"{text} in ({_bound(self.minimum)}, {_bound(self.maximum)}]"
+            return f"{text} {_bound(self.minimum)}..{_bound(self.maximum)}"
+        if self.minimum is not None:
+            return f"{text} {'>' if self.exclusive_minimum else '>='} {_bound(self.minimum)}"
+        return text
+
+    def default_text(self) -> str:
+        if self.default is REQUIRED:
+            return "required"
+        if self.default is None:
+            return "none"
+        if isinstance(self.default, str):
+            return f"`{self.default}`"
+        if isinstance(self.default, float) and not isinstance(self.default, bool):
+            return _bound(self.default)
+        return str(self.default)
+
+
+OPTION_METADATA = "rag_integration.option"
+
+
+def option(
+    key: str,
+    kind: str,
+    help: str,
+    *,
+    default: Any = REQUIRED,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    exclusive_minimum: bool = False,
+    choices: tuple[str, ...] = (),
+    shown_as: str = "",
+) -> Any:
+    """A settings dataclass field declaring one option: ``k1: float = option("bm25_k1", "number", "...", ...)``."""
+    spec = OptionSpec(key, kind, help, default, minimum, maximum, exclusive_minimum, choices, shown_as=shown_as)
+    return spec.field()
+
+
+def option_specs(settings: type[Any]) -> tuple[OptionSpec, ...]:
+    """Every option a settings dataclass declares, its nested settings' included, in field order."""
+    hints = typing.get_type_hints(settings)
+    specs: list[OptionSpec] = []
+    for field in dataclasses.fields(settings):
+        spec = field.metadata.get(OPTION_METADATA)
+        if spec is not None:
+            specs.append(spec)
+        elif dataclasses.is_dataclass(hints.get(field.name)):
+            specs.extend(option_specs(hints[field.name]))
+    return tuple(specs)
+
+
+def read_options(settings: type[T], reader: OptionReader) -> T:
+    """An instance of the settings dataclass with every declared option read (nested settings read alike)."""
+    hints = typing.get_type_hints(settings)
+    values: dict[str, Any] = {}
+    for field in dataclasses.fields(settings):  # type: ignore[arg-type]
+        spec = field.metadata.get(OPTION_METADATA)
+        if spec is not None:
+            values[field.name] = spec.read(reader)
+        elif dataclasses.is_dataclass(hints.get(field.name)):
+            values[field.name] = read_options(hints[field.name], reader)
+    return settings(**values)
+
+
+def options_table(settings: type[Any]) -> str:
+    """The Markdown rows of the docs' options tables (option, type, default, meaning) for ``settings``."""
+    return "\n".join(
+        f"| `{spec.key}` | {spec.type_text()} | {spec.default_text()} | {spec.help} |"
+        for spec in option_specs(settings)
+    )
+
+
+def _bound(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else str(value)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
 
-from rag_integration.cli import print_table
+from rag_integration.console import print_table
 from rag_integration.demo.corpus import DEMO_CORPUS, DEMO_QUERIES
 from rag_integration.feature_groups.connectors.retrieve import (
     BaseRetrieveConnector,

@@ -13,12 +13,12 @@ from typing import Any, ClassVar
 from mloda.provider import ComputeFramework, FeatureGroup, FeatureSet
 from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 
+from rag_integration.core.contract.feature_group import source_feature_name, upstream_feature
+from rag_integration.core.contract.frames import adapter_for, column_values, framework_classes
+from rag_integration.core.contract.schema import FLOAT
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
-from rag_integration.core.feature_group import source_feature_name, upstream_feature
-from rag_integration.core.frames import adapter_for, column_values, framework_classes
 from rag_integration.core.options import OptionReader
 from rag_integration.core.progress import showing_progress, step
-from rag_integration.core.schema import FLOAT
 from rag_integration.evaluation.metrics import per_query_scores, read_metrics
 
 DEFAULT_RANKINGS_SOURCE = "retrieved_passages"

@@ -13,10 +13,10 @@ from typing import Any
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
 
-from rag_integration.core.documents import Corpus
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.frames import frame_column
+from rag_integration.core.documents.corpus import Corpus
 from rag_integration.core.errors import BackendUnavailableError, InvalidOptionError
-from rag_integration.core.feature_group import SelectorFeatureGroup
-from rag_integration.core.frames import frame_column
 from rag_integration.evaluation.datasets import Dataset
 from rag_integration.evaluation.feature import RetrievalMetrics
 from rag_integration.evaluation.metrics import mean_scores, read_metrics

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rag_integration.core.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.registry import backend_classes
 
 FAMILY_KITS: Mapping[str, tuple[str, str]] = {

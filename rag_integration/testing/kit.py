@@ -14,14 +14,14 @@ from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 from mloda.user.python_dict import PythonDictFramework
 
 from rag_integration.core import deadline
+from rag_integration.core.contract.frames import ArrowBackedAdapter, adapter_for
 from rag_integration.core.errors import (
     DeadlineExceededError,
     DuplicateDocIdError,
     InvalidOptionError,
     UnknownOptionError,
 )
-from rag_integration.core.frames import ArrowBackedAdapter, adapter_for
-from rag_integration.core.index_cache import INDEX_CACHE
+from rag_integration.core.indexes.cache import INDEX_CACHE
 from rag_integration.testing.runner import run_feature, run_in_fresh_process
 
 ROWS_FEATURE = "kit_item_rows"
@@ -162,7 +162,7 @@ def _gated_entry(klass: type[Any], name: str, value: Any) -> bool:
 def spark_test_session() -> Any:
     from pyspark.sql import SparkSession
 
-    from rag_integration.core.frames import quiet_pyspark_pandas_warning
+    from rag_integration.core.contract.frames import quiet_pyspark_pandas_warning
 
     quiet_pyspark_pandas_warning()
     return (

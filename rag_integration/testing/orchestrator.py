@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import pytest
 
 from rag_integration.core.errors import InvalidOptionError
-from rag_integration.core.sentences import split_sentences
+from rag_integration.core.text.sentences import split_sentences
 from rag_integration.testing.kit import ContractKit, assert_ranked_passages, document_texts, kit_rows_feature
 from rag_integration.testing.runner import query_and_corpus_errors
 

@@ -16,10 +16,10 @@ from typing import Any, ClassVar
 
 import pytest
 
-from rag_integration.core.documents import Corpus
+from rag_integration.core.documents.corpus import Corpus
 from rag_integration.core.errors import ConnectorError
-from rag_integration.core.index_cache import INDEX_CACHE
-from rag_integration.core.index_store import intact_claim
+from rag_integration.core.indexes.cache import INDEX_CACHE
+from rag_integration.core.indexes.store import intact_claim
 from rag_integration.feature_groups.rag_pipeline import STAGES, VectorStoreRetriever
 from rag_integration.testing.kit import ContractKit, assert_ranked_passages, document_texts, kit_rows_feature
 from rag_integration.testing.runner import query_and_corpus_errors, run_feature

@@ -14,11 +14,11 @@ from mloda.provider import ComputeFramework, FeatureGroup
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
 
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.frames import frame_column
+from rag_integration.core.contract.schema import decode
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, MissingOptionError, UnknownOptionError
-from rag_integration.core.feature_group import SelectorFeatureGroup
-from rag_integration.core.frames import frame_column
 from rag_integration.core.options import OptionReader
-from rag_integration.core.schema import decode
 
 
 def run_feature(
@@ -31,7 +31,7 @@ def run_feature(
 ) -> list[Any]:
     """The feature's column as Python values (one entry per output row), on any compute framework.
 
-    Values come back as PythonDict gives them: a columnar framework's JSON-encoded parts (``core.schema``) are
+    Values come back as PythonDict gives them: a columnar framework's JSON-encoded parts (``core.contract.schema``) are
     decoded by the shape the answering connector declares, so rows compare equal across frameworks.
     """
     groups = set(feature_groups)

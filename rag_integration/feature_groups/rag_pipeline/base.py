@@ -13,10 +13,10 @@ from mloda.provider import ComputeFramework, FeatureSet
 from mloda.user import Feature, FeatureName, Options
 from mloda.user.python_dict import PythonDictFramework
 
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.frames import column_values
 from rag_integration.core.deadline import Deadline, deadline_scope
-from rag_integration.core.documents import Document, read_documents
-from rag_integration.core.feature_group import SelectorFeatureGroup
-from rag_integration.core.frames import column_values
+from rag_integration.core.documents.corpus import Document, read_documents
 from rag_integration.core.options import OptionReader
 
 

@@ -2,7 +2,7 @@
 
 Backends pick sentences (``scored_sentences``); ``compose`` turns picks into an answer, and ``check_grounded`` vets
 every backend's output before it leaves, so a backend that breaks grounding fails loudly with ``GroundingError``.
-Scoring and checking are the shared rules of ``rag_integration.core.grounding``.
+Scoring and checking are the shared rules of ``rag_integration.core.text.grounding``.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from rag_integration.core.documents import Document
-from rag_integration.core.feature_group import SelectorFeatureGroup
-from rag_integration.core.grounding import QuotableSentence, check_cited_answer, quotable_sentences
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.per_query import ON_ERROR_OPTION, ErrorPolicy
+from rag_integration.core.contract.queries import passage_requests
+from rag_integration.core.contract.schema import STRING, Shape
+from rag_integration.core.documents.corpus import Document
 from rag_integration.core.options import OptionReader
-from rag_integration.core.per_query import ON_ERROR_OPTION, ErrorPolicy
-from rag_integration.core.queries import passage_requests
-from rag_integration.core.schema import STRING, Shape
+from rag_integration.core.text.grounding import QuotableSentence, check_cited_answer, quotable_sentences
 
 
 @dataclass(frozen=True)
@@ -88,18 +88,13 @@ class BaseGenerateConnector(SelectorFeatureGroup):
         check_grounded(answer, passages, cls.__name__)
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> Any:
-        """The backend's own settings as a frozen dataclass (None when it has none)."""
-        return None
-
-    @classmethod
     def respond(cls, query: str, passages: Sequence[Document], settings: Any) -> Answer:
         """The answer for one query over non-empty passages; usually ``compose(picked sentences, passages)``."""
         raise NotImplementedError
 
 
 def scored_sentences(query: str, passages: Sequence[Document]) -> list[QuotableSentence]:
-    """Every sentence of every passage, best match first (the shared rule of ``core.grounding``)."""
+    """Every sentence of every passage, best match first (the shared rule of ``core.text.grounding``)."""
     return quotable_sentences(query, [passage.text for passage in passages])
 
 
@@ -117,5 +112,5 @@ def compose(picks: Sequence[QuotableSentence], passages: Sequence[Document]) -> 
 
 def check_grounded(answer: Answer, passages: Sequence[Document], backend: str) -> None:
     """Raise ``GroundingError`` unless ``answer`` is grounded in ``passages`` by the rule every family shares
-    (``rag_integration.core.grounding.check_cited_answer``)."""
+    (``rag_integration.core.text.grounding.check_cited_answer``)."""
     check_cited_answer(answer.answer, answer.citations, passages, backend)

@@ -1,19 +1,23 @@
 """A real language model answers from numbered passages, and every sentence it writes is checked against what it cites.
 
 The model sees the passages as ``[1] ...``, ``[2] ...`` and is asked to end each sentence with the numbers it draws
-on. Its reply is split into sentences (``core.grounding.cited_sentences``) and each is held to the support score
-(``core.grounding.support_score``); ``citation_check`` decides what an unsupported sentence does.
+on. Its reply is split into sentences (``core.text.grounding.cited_sentences``) and each is held to the support score
+(``core.text.grounding.support_score``); ``citation_check`` decides what an unsupported sentence does.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from rag_integration.core.documents import Document
-from rag_integration.core.embedders import get_embedder
-from rag_integration.core.grounding import (
+from rag_integration.core.contract.schema import STRING, Shape
+from rag_integration.core.documents.corpus import Document
+from rag_integration.core.indexes.embedders import get_embedder
+from rag_integration.core.options import OptionReader, option, read_options
+from rag_integration.core.remote.llm_client import LlmSettings, chat
+from rag_integration.core.text.grounding import (
     CITATION_CHECKS,
     SupportScorer,
     check_cited_answer,
@@ -21,10 +25,6 @@ from rag_integration.core.grounding import (
     quote_form,
     verify_cited_reply,
 )
-from rag_integration.core.llm_client import OPTIONS as LLM_OPTIONS
-from rag_integration.core.llm_client import LlmSettings, chat
-from rag_integration.core.options import OptionReader
-from rag_integration.core.schema import STRING, Shape
 from rag_integration.feature_groups.connectors.generate.base import Answer, BaseGenerateConnector
 
 NO_ANSWER = "NO_ANSWER"
@@ -42,9 +42,31 @@ class LlmResponderSettings:
     """Which server to ask and how strictly its cited sentences are checked."""
 
     llm: LlmSettings
-    citation_check: str
-    support_threshold: float
-    similarity: Callable[[], Callable[[str, str], float]] | None
+    citation_check: str = option(
+        "citation_check",
+        "choice",
+        "what an unsupported sentence does (below)",
+        default="strict",
+        choices=CITATION_CHECKS,
+        shown_as="`strict`, `drop`, `off`",
+    )
+    support_threshold: float = option(
+        "support_threshold",
+        "number",
+        "the least support score a sentence needs",
+        default=DEFAULT_SUPPORT_THRESHOLD,
+        minimum=0.0,
+        maximum=1.0,
+    )
+    support_model: str = option(
+        "support_model",
+        "string",
+        "`minilm` (the `faiss` extra's offline all-MiniLM-L6-v2), `hash`, or a local model folder adds a dense "
+        "similarity to the score",
+        default="overlap",
+        shown_as="`overlap` or an embedder name",
+    )
+    similarity: Callable[[], Callable[[str, str], float]] | None = None
     """A fresh dense cosine similarity for each answer (it keeps the vectors of the texts it has embedded), blended
     into the support score; None scores by content words alone."""
 
@@ -70,19 +92,15 @@ class LlmResponder(BaseGenerateConnector):
 
     BACKEND: ClassVar[str | None] = "llm"
     EXTRA: ClassVar[str | None] = "llm"
-    OPTIONS: ClassVar[tuple[str, ...]] = (*LLM_OPTIONS, "citation_check", "support_threshold", "support_model")
+    SETTINGS: ClassVar[type[Any] | None] = LlmResponderSettings
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> LlmResponderSettings:
-        support_model = reader.string("support_model", default="overlap")
-        return LlmResponderSettings(
-            llm=LlmSettings.read(reader),
-            citation_check=reader.choice("citation_check", CITATION_CHECKS, default="strict"),
-            support_threshold=reader.number(
-                "support_threshold", default=DEFAULT_SUPPORT_THRESHOLD, minimum=0.0, maximum=1.0
-            ),
-            similarity=None if support_model == "overlap" else _cosine(support_model),
-        )
+        """The declared options; the server's through ``LlmSettings.read``, the support model as its similarity."""
+        llm = LlmSettings.read(reader)
+        declared = read_options(LlmResponderSettings, reader)
+        model = declared.support_model
+        return dataclasses.replace(declared, llm=llm, similarity=None if model == "overlap" else _cosine(model))
 
     @classmethod
     def answer_shape(cls) -> dict[str, Shape]:

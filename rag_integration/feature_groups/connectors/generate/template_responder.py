@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from rag_integration.core.documents import Document
-from rag_integration.core.grounding import QuotableSentence
-from rag_integration.core.options import OptionReader
+from rag_integration.core.documents.corpus import Document
+from rag_integration.core.options import option
+from rag_integration.core.text.grounding import QuotableSentence
 from rag_integration.feature_groups.connectors.generate.base import (
     Answer,
     BaseGenerateConnector,
@@ -19,7 +19,11 @@ from rag_integration.feature_groups.connectors.generate.base import (
 
 @dataclass(frozen=True)
 class TemplateSettings:
-    max_sentences: int
+    """How long a template answer may be."""
+
+    max_sentences: int = option(
+        "max_sentences", "integer", "`template` only: most sentences in one answer", default=3, minimum=1
+    )
 
 
 class TemplateResponder(BaseGenerateConnector):
@@ -27,11 +31,7 @@ class TemplateResponder(BaseGenerateConnector):
     ``"sentence [n] sentence [m]"``; each passage drawn from is cited once, a repeated sentence is used once."""
 
     BACKEND: ClassVar[str | None] = "template"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("max_sentences",)
-
-    @classmethod
-    def read_settings(cls, reader: OptionReader) -> TemplateSettings:
-        return TemplateSettings(reader.integer("max_sentences", default=3, minimum=1))
+    SETTINGS: ClassVar[type[Any] | None] = TemplateSettings
 
     @classmethod
     def respond(cls, query: str, passages: Sequence[Document], settings: TemplateSettings) -> Answer:

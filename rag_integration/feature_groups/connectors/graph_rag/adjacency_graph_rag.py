@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import ClassVar
 
 from rag_integration.feature_groups.connectors.graph_rag.base import (
     BaseGraphRagConnector,
     Graph,
+    GraphSettings,
     spreading_activation,
 )
 
@@ -18,6 +19,6 @@ class AdjacencyGraphRag(BaseGraphRagConnector):
     BACKEND: ClassVar[str | None] = "adjacency"
 
     @classmethod
-    def score_nodes(cls, graph: Graph, seeds: list[float], settings: Mapping[str, Any]) -> Sequence[float]:
+    def score_nodes(cls, graph: Graph, seeds: list[float], settings: GraphSettings) -> Sequence[float]:
         adjacency = graph.neighbours()
-        return spreading_activation(seeds, lambda node: adjacency[node].items(), settings["hops"], settings["damping"])
+        return spreading_activation(seeds, lambda node: adjacency[node].items(), settings.hops, settings.damping)

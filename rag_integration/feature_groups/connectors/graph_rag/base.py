@@ -11,14 +11,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.queries import query_rows
 from rag_integration.core.deadline import check_deadline
-from rag_integration.core.documents import Document, MetadataFilter, read_documents
+from rag_integration.core.documents.corpus import Document, MetadataFilter, read_documents
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError, RankingContractError, short_repr
-from rag_integration.core.feature_group import SelectorFeatureGroup
-from rag_integration.core.lexical import lexical_scores
-from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import rank_hits
-from rag_integration.core.queries import query_rows
+from rag_integration.core.options import OptionReader, option
+from rag_integration.core.ranking.passages import rank_hits
+from rag_integration.core.text.lexical import lexical_scores
 
 EDGE_SHAPE = "an edge: a [source, target] pair or a {'source', 'target', 'weight'} dict"
 SCORE_DECIMALS = 12  # rounding scores keeps floating-point summation order from reordering equal scores
@@ -55,6 +55,35 @@ class Graph:
         return adjacency
 
 
+SCORINGS = ("spreading_activation",)
+"""How every graph backend can score nodes; a backend may offer more (``networkx``: personalized PageRank)."""
+
+
+@dataclass(frozen=True)
+class GraphSettings:
+    """The canonical ranking's options, shared by every graph backend."""
+
+    scoring: str = option(
+        "graph_scoring",
+        "choice",
+        "how nodes are scored (`adjacency`)",
+        default="spreading_activation",
+        choices=SCORINGS,
+    )
+    hops: int = option(
+        "graph_hops", "integer", "spreading steps (0: rank by the query match alone)", default=2, minimum=0, maximum=10
+    )
+    damping: float = option(
+        "graph_damping",
+        "number",
+        "share of a node's activation passed on per step",
+        default=0.5,
+        minimum=0.0,
+        maximum=1.0,
+        exclusive_minimum=True,
+    )
+
+
 class BaseGraphRagConnector(SelectorFeatureGroup):
     """``graph_passages``: nodes ranked for the query (``nodes`` + ``edges``, or the rows of ``graph_source``).
 
@@ -73,12 +102,9 @@ class BaseGraphRagConnector(SelectorFeatureGroup):
         "top_k",
         "filters",
         "return_metadata",
-        "graph_scoring",
-        "graph_hops",
-        "graph_damping",
     )
     SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {"graph_source": "nodes"}
-    SCORINGS: ClassVar[tuple[str, ...]] = ("spreading_activation",)
+    SETTINGS: ClassVar[type[Any] | None] = GraphSettings
 
     @classmethod
     def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
@@ -101,7 +127,7 @@ class BaseGraphRagConnector(SelectorFeatureGroup):
 
     @classmethod
     def rank(
-        cls, query: str, graph: Graph, top_k: int, settings: Mapping[str, Any], return_metadata: bool = False
+        cls, query: str, graph: Graph, top_k: int, settings: Any, return_metadata: bool = False
     ) -> list[dict[str, Any]]:
         seeds = lexical_scores(query, [node.text for node in graph.nodes])
         if not any(seed > 0.0 for seed in seeds):
@@ -116,15 +142,7 @@ class BaseGraphRagConnector(SelectorFeatureGroup):
         return rank_hits(hits, graph.nodes, top_k, return_metadata=return_metadata)
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
-        return {
-            "scoring": reader.choice("graph_scoring", cls.SCORINGS, default=cls.SCORINGS[0]),
-            "hops": reader.integer("graph_hops", default=2, minimum=0, maximum=10),
-            "damping": reader.number("graph_damping", default=0.5, minimum=0.0, maximum=1.0, exclusive_minimum=True),
-        }
-
-    @classmethod
-    def score_nodes(cls, graph: Graph, seeds: list[float], settings: Mapping[str, Any]) -> Sequence[float]:
+    def score_nodes(cls, graph: Graph, seeds: list[float], settings: Any) -> Sequence[float]:
         """One score per node (by position) from the query's seed scores; <= 0 means not relevant."""
         raise NotImplementedError
 

@@ -3,15 +3,44 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rag_integration.core.errors import RankingContractError
 from rag_integration.core.extras import require_module
-from rag_integration.core.options import OptionReader
-from rag_integration.feature_groups.connectors.graph_rag.base import BaseGraphRagConnector, Graph, spreading_activation
+from rag_integration.core.options import option
+from rag_integration.feature_groups.connectors.graph_rag.base import (
+    SCORINGS,
+    BaseGraphRagConnector,
+    Graph,
+    GraphSettings,
+    spreading_activation,
+)
 
 PAGERANK_TOLERANCE = 1e-13
+
+
+@dataclass(frozen=True)
+class NetworkxSettings(GraphSettings):
+    """The canonical options, with personalized PageRank as a second way to score."""
+
+    scoring: str = option(
+        "graph_scoring",
+        "choice",
+        "how nodes are scored (`networkx`)",
+        default="spreading_activation",
+        choices=(*SCORINGS, "personalized_pagerank"),
+    )
+    alpha: float = option(
+        "pagerank_alpha",
+        "number",
+        "`personalized_pagerank`: probability of following an edge rather than restarting at a seed",
+        default=0.85,
+        minimum=0.0,
+        maximum=0.99,
+        exclusive_minimum=True,
+    )
 
 
 class NetworkxGraphRag(BaseGraphRagConnector):
@@ -19,29 +48,23 @@ class NetworkxGraphRag(BaseGraphRagConnector):
     "personalized_pagerank"`` runs networkx's PageRank restarting at the query-matching nodes (``pagerank_alpha``)."""
 
     BACKEND: ClassVar[str | None] = "networkx"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("pagerank_alpha",)
+    SETTINGS: ClassVar[type[Any] | None] = NetworkxSettings
     EXTRA: ClassVar[str | None] = "graph"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("networkx",)
-    SCORINGS: ClassVar[tuple[str, ...]] = ("spreading_activation", "personalized_pagerank")
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
-        alpha = reader.number("pagerank_alpha", default=0.85, minimum=0.0, maximum=0.99, exclusive_minimum=True)
-        return {**super().read_settings(reader), "alpha": alpha}
-
-    @classmethod
-    def score_nodes(cls, graph: Graph, seeds: list[float], settings: Mapping[str, Any]) -> Sequence[float]:
+    def score_nodes(cls, graph: Graph, seeds: list[float], settings: NetworkxSettings) -> Sequence[float]:
         nx = require_module("networkx", "networkx", "graph")
         network = nx.Graph()
         network.add_nodes_from(range(len(graph.nodes)))
         network.add_weighted_edges_from(graph.edges)
-        if settings["scoring"] == "personalized_pagerank":
-            return _personalized_pagerank(nx, network, seeds, settings["alpha"])
+        if settings.scoring == "personalized_pagerank":
+            return _personalized_pagerank(nx, network, seeds, settings.alpha)
 
         def weighted_neighbours(node: int) -> Any:
             return ((neighbour, weight) for _, neighbour, weight in network.edges(node, data="weight"))
 
-        return spreading_activation(seeds, weighted_neighbours, settings["hops"], settings["damping"])
+        return spreading_activation(seeds, weighted_neighbours, settings.hops, settings.damping)
 
 
 def _personalized_pagerank(nx: Any, network: Any, seeds: list[float], alpha: float) -> list[float]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.schema import FLOAT, STRING, Shape
 from rag_integration.core.deadline import check_deadline
-from rag_integration.core.documents import READ_CHECK_EVERY
+from rag_integration.core.documents.corpus import READ_CHECK_EVERY
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
-from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.options import OptionReader
-from rag_integration.core.schema import FLOAT, STRING, Shape
 from rag_integration.core.unicode_text import require_valid_text
 
 TRIPLE_SHAPE = "a [subject, predicate, object] triple of non-empty strings"

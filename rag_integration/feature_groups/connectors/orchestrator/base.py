@@ -1,8 +1,8 @@
 """The orchestrator contract: a whole RAG engine answers each query, and this base proves the answer is grounded.
 
 A backend only runs its engine and reports what the engine said (``EngineAnswer``); the base reads the options,
-checks every reported document against the supplied corpus, ranks and cuts them (``core.passages.rank_hits``), and
-checks the answer text is quoted from the documents it returns (``core.grounding``).
+checks every reported document against the supplied corpus, ranks and cuts them (``core.ranking.passages.rank_hits``), and
+checks the answer text is quoted from the documents it returns (``core.text.grounding``).
 """
 
 from __future__ import annotations
@@ -13,21 +13,21 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, ClassVar
 
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.per_query import ON_ERROR_OPTION, ErrorPolicy
+from rag_integration.core.contract.queries import read_corpus, read_queries
+from rag_integration.core.contract.schema import STRING, Shape, passages_shape
 from rag_integration.core.deadline import check_deadline
-from rag_integration.core.documents import Document, MetadataFilter, corpus_fingerprint
+from rag_integration.core.documents.corpus import Document, MetadataFilter, corpus_fingerprint
 from rag_integration.core.errors import (
     GroundingError,
     RankingContractError,
     short_repr,
 )
-from rag_integration.core.feature_group import SelectorFeatureGroup
-from rag_integration.core.grounding import check_quoted_answer, quote_form
-from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
+from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import rank_hits
-from rag_integration.core.per_query import ON_ERROR_OPTION, ErrorPolicy
-from rag_integration.core.queries import read_corpus, read_queries
-from rag_integration.core.schema import STRING, Shape, passages_shape
+from rag_integration.core.ranking.passages import rank_hits
+from rag_integration.core.text.grounding import check_quoted_answer, quote_form
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
 
     @classmethod
     def orchestrated_rows(
-        cls, request: OrchestratorRequest, settings: Mapping[str, Any], policy: ErrorPolicy | None = None
+        cls, request: OrchestratorRequest, settings: Any, policy: ErrorPolicy | None = None
     ) -> list[dict[str, Any]]:
         """One grounded row per query; an empty corpus has nothing to ground in, so the engine is not asked. Under
         ``on_error="row"`` an answer that fails its grounding check becomes its own error row."""
@@ -130,7 +130,7 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
 
     @classmethod
     def timed_answers(
-        cls, request: OrchestratorRequest, settings: Mapping[str, Any]
+        cls, request: OrchestratorRequest, settings: Any
     ) -> Iterator[tuple[EngineAnswer, Callable[[], None] | None]]:
         """The engine's answers in query order, each with the check its grounding calls between steps (none here);
         a backend with a time limit yields one answer at a time, so its limit also covers that answer's grounding."""
@@ -143,22 +143,17 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
             yield answer, None
 
     @classmethod
-    def cached_engine(cls, documents: Sequence[Document], settings: Mapping[str, Any]) -> Any:
+    def cached_engine(cls, documents: Sequence[Document], settings: Any) -> Any:
         """The engine built for this corpus and these settings, reused until the corpus or a setting changes."""
         key = IndexKey.of(str(cls.BACKEND), settings, corpus_fingerprint(documents))
         return INDEX_CACHE.get_or_build(key, lambda: cls.build_engine(documents, settings))
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
-        """Backend options, validated before anything runs; JSON-serialisable (part of the engine's cache key)."""
-        return {}
-
-    @classmethod
-    def build_engine(cls, documents: Sequence[Document], settings: Mapping[str, Any]) -> Any:
+    def build_engine(cls, documents: Sequence[Document], settings: Any) -> Any:
         raise NotImplementedError
 
     @classmethod
-    def orchestrate(cls, request: OrchestratorRequest, settings: Mapping[str, Any]) -> list[EngineAnswer]:
+    def orchestrate(cls, request: OrchestratorRequest, settings: Any) -> list[EngineAnswer]:
         """What the engine answers for each query of ``request``, in order."""
         raise NotImplementedError
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from rag_integration.core.deadline import check_deadline
-from rag_integration.core.documents import Document
+from rag_integration.core.documents.corpus import Document
 from rag_integration.core.extras import require_module
 from rag_integration.feature_groups.connectors.orchestrator.base import (
     BaseOrchestratorConnector,
@@ -27,7 +27,7 @@ class HaystackOrchestrator(BaseOrchestratorConnector):
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("haystack",)
 
     @classmethod
-    def build_engine(cls, documents: Sequence[Document], settings: Mapping[str, Any]) -> Any:
+    def build_engine(cls, documents: Sequence[Document], settings: Any) -> Any:
         haystack = require_module("haystack", "haystack", "orchestrator")
         in_memory = require_module("haystack.document_stores.in_memory", "haystack", "orchestrator")
         retrievers = require_module("haystack.components.retrievers.in_memory", "haystack", "orchestrator")
@@ -44,7 +44,7 @@ class HaystackOrchestrator(BaseOrchestratorConnector):
         return pipeline
 
     @classmethod
-    def orchestrate(cls, request: OrchestratorRequest, settings: Mapping[str, Any]) -> list[EngineAnswer]:
+    def orchestrate(cls, request: OrchestratorRequest, settings: Any) -> list[EngineAnswer]:
         pipeline = cls.cached_engine(request.documents, settings)
         with HAYSTACK_TELEMETRY.paused():
             answers = []

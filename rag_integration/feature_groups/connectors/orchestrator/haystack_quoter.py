@@ -10,7 +10,7 @@ from typing import Any
 
 from haystack import Document, component
 
-from rag_integration.core.grounding import quotable_sentences
+from rag_integration.core.text.grounding import quotable_sentences
 
 
 @component
@@ -26,7 +26,7 @@ class BestSentenceQuoter:
 
 
 def best_sentence(query: str, texts: Sequence[str]) -> str:
-    """The best-scoring sentence by the rule generate uses too (``core.grounding.quotable_sentences``: BM25 overlap,
+    """The best-scoring sentence by the rule generate uses too (``core.text.grounding.quotable_sentences``: BM25 overlap,
     ties to the higher-ranked document, then the earlier sentence); ``""`` when no sentence shares a content word
     with the query, rather than an unrelated quote."""
     ranked = quotable_sentences(query, texts)

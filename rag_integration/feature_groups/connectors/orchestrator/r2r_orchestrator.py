@@ -13,15 +13,17 @@ answer with more than ``MAX_HITS`` chunks or a ``generated_answer`` longer than 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, RemoteServiceError, short_repr
-from rag_integration.core.http import read_http_url
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import OptionReader, option, read_options
+from rag_integration.core.remote.http import read_http_url
 from rag_integration.feature_groups.connectors.orchestrator.base import (
     BaseOrchestratorConnector,
     EngineAnswer,
@@ -45,65 +47,100 @@ CITATION_MARKER = re.compile(r"(?<!\s)\s*+\[(?:\d{1,3}|[0-9a-f]{7,8})(?:\s*,\s*(
 ShapeError = Callable[[str], ConnectorError]
 
 
+@dataclass(frozen=True)
+class R2RSettings:
+    """Where answers come from (a live server or a fixture), how long a query may take, and where doc_ids are."""
+
+    base_url: str | None = option(
+        "r2r_base_url",
+        "string",
+        "talk to this live R2R server instead of the fixture; no credentials, query or fragment (the same rule as "
+        "`llm_base_url`)",
+        default=None,
+        shown_as="str, `http(s)://host[:port][/prefix]`",
+    )
+    timeout: float = option(
+        "r2r_timeout",
+        "number",
+        "total time limit for each query: connecting, sending, reading the whole response, parsing it and "
+        "grounding the answer",
+        default=DEFAULT_TIMEOUT,
+        minimum=0.0,
+        maximum=MAX_TIMEOUT,
+        exclusive_minimum=True,
+        shown_as="finite number > 0 and <= 3600 (seconds)",
+    )
+    fixture: Path | None = option(
+        "r2r_fixture",
+        "path",
+        "recorded R2R responses to replay (fixture mode): a regular file of at most 64 MiB (no FIFO, device or "
+        "`/proc`, `/sys`, `/dev` file); none: the shipped fixture",
+        default=None,
+        shown_as="file path (non-empty str or `os.PathLike`)",
+    )
+    doc_id_field: str = option(
+        "r2r_doc_id_field",
+        "string",
+        "the chunk metadata key that holds the corpus `doc_id`",
+        default="doc_id",
+        shown_as="non-empty str",
+    )
+
+
 class R2RFixtureOrchestrator(BaseOrchestratorConnector):
     """``orchestrator_backend="r2r"``: a fixture file by default (``r2r_fixture``), a live server with ``r2r_base_url``."""
 
     BACKEND: ClassVar[str | None] = "r2r"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("r2r_base_url", "r2r_fixture", "r2r_timeout", "r2r_doc_id_field")
+    SETTINGS: ClassVar[type[Any] | None] = R2RSettings
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
+    def read_settings(cls, reader: OptionReader) -> R2RSettings:
+        """The declared options, with the URL checked by the rule every HTTP client here follows."""
+        declared = read_options(R2RSettings, reader)
         base_url = read_http_url(reader, "r2r_base_url", example="http://127.0.0.1:7272", required=False)
-        fixture = reader.path("r2r_fixture", default=None)
-        if base_url is not None and fixture is not None:
-            raise InvalidOptionError("r2r_fixture", str(fixture), "either r2r_fixture or r2r_base_url, not both")
-        timeout = reader.number(
-            "r2r_timeout", default=DEFAULT_TIMEOUT, minimum=0.0, exclusive_minimum=True, maximum=MAX_TIMEOUT
-        )
-        return {
-            "base_url": base_url,
-            "fixture": fixture,
-            "timeout": timeout,
-            "doc_id_field": reader.string("r2r_doc_id_field", default="doc_id"),
-        }
+        if base_url is not None and declared.fixture is not None:
+            raise InvalidOptionError(
+                "r2r_fixture", str(declared.fixture), "either r2r_fixture or r2r_base_url, not both"
+            )
+        return dataclasses.replace(declared, base_url=base_url)
 
     @classmethod
-    def orchestrate(cls, request: OrchestratorRequest, settings: Mapping[str, Any]) -> list[EngineAnswer]:
+    def orchestrate(cls, request: OrchestratorRequest, settings: R2RSettings) -> list[EngineAnswer]:
         ask = _asker(request, settings)
-        return [ask(query, QueryDeadline.start(settings["timeout"], query)) for query in request.queries]
+        return [ask(query, QueryDeadline.start(settings.timeout, query)) for query in request.queries]
 
     @classmethod
     def timed_answers(
-        cls, request: OrchestratorRequest, settings: Mapping[str, Any]
+        cls, request: OrchestratorRequest, settings: R2RSettings
     ) -> Iterator[tuple[EngineAnswer, Callable[[], None] | None]]:
         """One query at a time, so each query's deadline covers its exchange and its grounding."""
         ask = _asker(request, settings)
         for query in request.queries:
-            deadline = QueryDeadline.start(settings["timeout"], query)
+            deadline = QueryDeadline.start(settings.timeout, query)
             yield ask(query, deadline), deadline.check
 
 
-def _asker(request: OrchestratorRequest, settings: Mapping[str, Any]) -> Callable[[str, QueryDeadline], EngineAnswer]:
+def _asker(request: OrchestratorRequest, settings: R2RSettings) -> Callable[[str, QueryDeadline], EngineAnswer]:
     """How one query is answered: a POST to the live server, or its recording (every query checked up front)."""
-    doc_id_field = settings["doc_id_field"]
-    if settings["base_url"] is not None:
-        url = settings["base_url"].rstrip("/") + RAG_PATH
+    doc_id_field = settings.doc_id_field
+    if settings.base_url is not None:
+        url = settings.base_url.rstrip("/") + RAG_PATH
         body = {"search_settings": {"limit": min(request.top_k, R2R_MAX_LIMIT)}}
         server_error = _server_error(url)
         return lambda query, deadline: read_rag_response(
             post_json(url, {"query": query, **body}, deadline), doc_id_field, server_error, deadline.check
         )
-    recorded = load_fixture(settings["fixture"])
+    recorded = load_fixture(settings.fixture)
     missing = [query for query in request.queries if query not in recorded]
     if missing:
         raise InvalidOptionError(
             "query_text",
             missing[0],
-            f"in fixture mode, one of the queries recorded in {_fixture_name(settings['fixture'])} "
+            f"in fixture mode, one of the queries recorded in {_fixture_name(settings.fixture)} "
             f"({short_repr(sorted(recorded))}); fixture mode only replays recorded answers, "
             "set r2r_base_url to ask a live R2R server anything",
         )
-    fixture_error = _fixture_error(settings["fixture"])
+    fixture_error = _fixture_error(settings.fixture)
     return lambda query, deadline: read_rag_response(recorded[query], doc_id_field, fixture_error, deadline.check)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_integration.core.deadline import Budget, current_deadline
+from rag_integration.core.documents.files import read_named_file
 from rag_integration.core.errors import (
     ConnectorError,
     DeadlineExceededError,
@@ -22,8 +23,7 @@ from rag_integration.core.errors import (
     RemoteServiceError,
     short_repr,
 )
-from rag_integration.core.files import read_named_file
-from rag_integration.core.http import Endpoint, post
+from rag_integration.core.remote.http import Endpoint, post
 
 PACKAGE = "rag_integration.feature_groups.connectors.orchestrator"
 FIXTURE_SHAPE = 'a JSON file {"exchanges": [{"request": {"query": str}, "response": R2R RAG response}]}'
@@ -71,7 +71,7 @@ class QueryDeadline:
 
 def post_json(url: str, body: Mapping[str, Any], deadline: QueryDeadline) -> Any:
     """POST ``body`` as JSON to ``url`` and return the decoded JSON answer, all before ``deadline``
-    (``core.http``: direct connection, no redirects, size-capped)."""
+    (``core.remote.http``: direct connection, no redirects, size-capped)."""
     endpoint = Endpoint(url, "r2r_base_url", "r2r_timeout", deadline.seconds, "R2R server")
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     data = json.dumps(body).encode("utf-8")

@@ -6,13 +6,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.queries import passage_requests
 from rag_integration.core.deadline import check_deadline
-from rag_integration.core.documents import Document
+from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import RankingContractError
-from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import passage_row
-from rag_integration.core.queries import passage_requests
+from rag_integration.core.ranking.passages import passage_row
 
 
 class BaseRerankConnector(SelectorFeatureGroup):
@@ -48,7 +48,7 @@ class BaseRerankConnector(SelectorFeatureGroup):
         query: str,
         candidates: Sequence[Document],
         top_k: int,
-        settings: Mapping[str, Any],
+        settings: Any,
         return_metadata: bool = False,
     ) -> list[dict[str, Any]]:
         if not candidates:
@@ -65,11 +65,6 @@ class BaseRerankConnector(SelectorFeatureGroup):
         ]
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
-        """Backend options, read and checked once per request."""
-        return {}
-
-    @classmethod
-    def score(cls, query: str, texts: list[str], settings: Mapping[str, Any]) -> Sequence[float]:
+    def score(cls, query: str, texts: list[str], settings: Any) -> Sequence[float]:
         """One relevance score per text (higher is better), in the order given."""
         raise NotImplementedError

@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.extras import require_module
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import OptionReader, option, read_options
 from rag_integration.feature_groups.connectors.rerank.base import BaseRerankConnector
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json")
@@ -21,30 +22,63 @@ KNOWN_ARCHIVES = {
 }
 
 
+@dataclass(frozen=True)
+class FlashRankOptions:
+    """The options as declared; ``read_settings`` checks the model against FlashRank's list and finds its folder."""
+
+    model: str | None = option(
+        "flashrank_model",
+        "string",
+        "one of FlashRank's pairwise models; none: FlashRank's default, `ms-marco-TinyBERT-L-2-v2`",
+        default=None,
+    )
+    model_dir: Path | None = option(
+        "flashrank_model_dir",
+        "path",
+        "the folder holding `<flashrank_model>/`, or that model folder itself; none: FlashRank's cache folder",
+        default=None,
+    )
+    max_length: int = option(
+        "flashrank_max_length",
+        "integer",
+        "tokens per (query, passage) pair; longer pairs are truncated",
+        default=512,
+        minimum=8,
+    )
+
+
+@dataclass(frozen=True)
+class FlashRankSettings:
+    """A checked model, the folder it is read from, and the pair length."""
+
+    model: str
+    folder: str
+    max_length: int
+
+
 class FlashRankReranker(BaseRerankConnector):
     """``rerank_backend="flashrank"``: FlashRank's pairwise cross-encoders (``flashrank_model``) read from
     ``flashrank_model_dir`` (default: FlashRank's own cache folder), ``flashrank_max_length`` tokens per pair."""
 
     BACKEND: ClassVar[str | None] = "flashrank"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("flashrank_model", "flashrank_model_dir", "flashrank_max_length")
+    SETTINGS: ClassVar[type[Any] | None] = FlashRankOptions
     EXTRA: ClassVar[str | None] = "rerank"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("flashrank", "onnxruntime", "tokenizers")
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
+    def read_settings(cls, reader: OptionReader) -> FlashRankSettings:
+        declared = read_options(FlashRankOptions, reader)
         config = require_module("flashrank.Config", "flashrank", "rerank")
         pairwise = sorted(set(config.model_file_map) - set(config.listwise_rankers))
         model = reader.choice("flashrank_model", pairwise, default=config.default_model)
-        return {
-            "model": model,
-            "folder": str(_model_folder(reader, model, config)),
-            "max_length": reader.integer("flashrank_max_length", default=512, minimum=8),
-        }
+        return FlashRankSettings(
+            model, str(_model_folder(declared.model_dir, model, config, reader.owner)), declared.max_length
+        )
 
     @classmethod
-    def score(cls, query: str, texts: list[str], settings: Mapping[str, Any]) -> Sequence[float]:
+    def score(cls, query: str, texts: list[str], settings: FlashRankSettings) -> Sequence[float]:
         flashrank = require_module("flashrank", "flashrank", "rerank")
-        ranker = _ranker(settings["folder"], settings["model"], settings["max_length"])
+        ranker = _ranker(settings.folder, settings.model, settings.max_length)
         request = flashrank.RerankRequest(
             query=query, passages=[{"id": i, "text": text} for i, text in enumerate(texts)]
         )
@@ -72,9 +106,8 @@ def _root_logging_untouched() -> Iterator[None]:
         root.setLevel(level)
 
 
-def _model_folder(reader: OptionReader, model: str, config: Any) -> Path:
+def _model_folder(raw: Path | None, model: str, config: Any, owner: str) -> Path:
     """``flashrank_model_dir`` may be the folder holding ``<model>/`` (FlashRank's cache layout) or ``<model>/`` itself."""
-    raw = reader.path("flashrank_model_dir", default=None)
     base = Path(config.default_cache_dir) if raw is None else raw
     folder = base if base.name == model else base / model
     needed = (config.model_file_map[model], *TOKENIZER_FILES)
@@ -86,7 +119,7 @@ def _model_folder(reader: OptionReader, model: str, config: Any) -> Path:
         f"this connector never downloads: {_how_to_get(model, config)}"
     )
     if raw is None:
-        raise MissingOptionError("flashrank_model_dir", expected, owner=reader.owner)
+        raise MissingOptionError("flashrank_model_dir", expected, owner=owner or None)
     raise InvalidOptionError("flashrank_model_dir", raw, expected)
 
 

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rag_integration.core.lexical import lexical_scores
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import option
+from rag_integration.core.text.lexical import lexical_scores
 from rag_integration.feature_groups.connectors.rerank.base import BaseRerankConnector
+
+
+@dataclass(frozen=True)
+class LexicalSettings:
+    """BM25's parameters over the candidate set."""
+
+    k1: float = option("lexical_k1", "number", "BM25 term-frequency saturation", default=1.2, minimum=0.0)
+    b: float = option("lexical_b", "number", "BM25 length normalisation", default=0.75, minimum=0.0, maximum=1.0)
 
 
 class LexicalReranker(BaseRerankConnector):
@@ -15,15 +24,8 @@ class LexicalReranker(BaseRerankConnector):
     ``lexical_b``); a candidate sharing no word with the query scores 0 and keeps its input order."""
 
     BACKEND: ClassVar[str | None] = "lexical"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("lexical_k1", "lexical_b")
+    SETTINGS: ClassVar[type[Any] | None] = LexicalSettings
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
-        return {
-            "k1": reader.number("lexical_k1", default=1.2, minimum=0.0),
-            "b": reader.number("lexical_b", default=0.75, minimum=0.0, maximum=1.0),
-        }
-
-    @classmethod
-    def score(cls, query: str, texts: list[str], settings: Mapping[str, Any]) -> Sequence[float]:
-        return lexical_scores(query, texts, k1=settings["k1"], b=settings["b"])
+    def score(cls, query: str, texts: list[str], settings: LexicalSettings) -> Sequence[float]:
+        return lexical_scores(query, texts, k1=settings.k1, b=settings.b)

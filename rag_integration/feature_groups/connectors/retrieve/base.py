@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.frames import FrameAdapter, SparkAdapter
+from rag_integration.core.contract.queries import read_corpus, read_index_dir, read_queries
+from rag_integration.core.contract.spark import Shipment, answer_partitions
 from rag_integration.core.deadline import check_deadline
-from rag_integration.core.documents import Document, MetadataFilter, corpus_fingerprint
-from rag_integration.core.feature_group import SelectorFeatureGroup
-from rag_integration.core.frames import FrameAdapter, SparkAdapter
-from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
+from rag_integration.core.documents.corpus import Document, MetadataFilter, corpus_fingerprint
+from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import AllowedMask, Hits, rank_corpus, search_with_exact_ties
-from rag_integration.core.queries import read_corpus, read_index_dir, read_queries
-from rag_integration.core.spark import Shipment, answer_partitions
+from rag_integration.core.ranking.passages import AllowedMask, Hits, rank_corpus, search_with_exact_ties
 
 
 @dataclass(frozen=True)
@@ -56,11 +56,6 @@ class RetrieveRequest:
         )
 
 
-@dataclass(frozen=True)
-class NoSettings:
-    """The settings of a backend without options of its own."""
-
-
 class BaseRetrieveConnector(SelectorFeatureGroup):
     """``retrieved_passages``: ranked passages for one query or a batch of queries over one corpus."""
 
@@ -81,7 +76,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
 
     @classmethod
     def answer_frame(cls, adapter: FrameAdapter, data: Any, reader: OptionReader) -> Any:
-        """A Spark frame of queries is answered where it lives, on the executors (``core.spark``)."""
+        """A Spark frame of queries is answered where it lives, on the executors (``core.contract.spark``)."""
         distributed = isinstance(adapter, SparkAdapter) and data is not None and reader.has("queries_source")
         if distributed and not reader.has("corpus_source"):
             shipment = cls.shipment(reader)
@@ -171,28 +166,50 @@ class BaseRetrieveConnector(SelectorFeatureGroup):
         )
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> Any:
-        """The backend's options as a frozen, picklable dataclass, validated once per request."""
-        return NoSettings()
-
-    @classmethod
     def index_settings(cls, settings: Any) -> Any:
         """The frozen part of the settings that shapes the index (its cache key); the rest only steers searches."""
         return settings
 
     @classmethod
     def build_index(cls, documents: Sequence[Document], settings: Any) -> Any:
-        """A picklable index over ``documents``, given ``index_settings``."""
+        """A picklable index over ``documents``, given ``index_settings``.
+
+        Args:
+            documents: the corpus, validated (unique doc_ids, valid Unicode); positions are the hits' positions.
+            settings: what ``index_settings`` returned; the index is cached under it and the corpus fingerprint.
+
+        Raises:
+            BackendUnavailableError: the library is not installed (``core.extras.require_module`` says which extra).
+        """
         raise NotImplementedError
 
     @classmethod
     def search(cls, index: Any, queries: list[str], depth: int, allowed: AllowedMask, settings: Any) -> list[Hits]:
-        """Up to ``depth`` best ``(document position, score)`` hits per query, never one outside ``allowed``."""
+        """Up to ``depth`` best ``(document position, score)`` hits per query, never one outside ``allowed``.
+
+        Args:
+            index: what ``build_index`` or ``load_index`` returned.
+            queries: the batch, in order; answer each with its own list, in the same order.
+            depth: how many hits a query may return at most; the base widens it itself when ties reach the cut.
+            allowed: a boolean mask over document positions (the request's ``filters``), or None for all.
+            settings: the request's full settings (search-only ones such as ``search_threads`` included).
+
+        Returns hits in any order: the base drops scores <= 0, sorts, and breaks ties by doc_id. A position out of
+        range or a non-finite score is refused by the base with ``RankingContractError``.
+        """
         raise NotImplementedError
 
     @classmethod
     def save_index(cls, index: Any, folder: Path) -> None:
-        """Write the index's files into ``folder`` (a fresh staging folder of ``core.index_store``)."""
+        """Write the index's files into ``folder`` (a fresh staging folder of ``core.indexes.store``).
+
+        Args:
+            index: what ``build_index`` returned.
+            folder: an empty folder; the store adds the manifest and checksums and publishes it atomically.
+
+        Write plain arrays and JSON (``core.indexes.store.save_npy``), never pickles: ``load_index`` must be
+        able to read the files back when someone else wrote them.
+        """
         raise NotImplementedError
 
     @classmethod

@@ -11,12 +11,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rag_integration.core.documents import Document
+from rag_integration.core.documents.corpus import Document
 from rag_integration.core.extras import require_module
-from rag_integration.core.index_store import load_npy, load_sparse_parts, save_npy, term_ids
-from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import AllowedMask, Hits, best_positive_hits
-from rag_integration.core.vector_index import read_search_threads
+from rag_integration.core.indexes.store import load_npy, load_sparse_parts, save_npy, term_ids
+from rag_integration.core.indexes.vector_index import SEARCH_THREADS
+from rag_integration.core.options import option
+from rag_integration.core.ranking.passages import AllowedMask, Hits, best_positive_hits
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
 BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
@@ -24,8 +24,8 @@ SCORE_ARRAYS = ("data", "indices", "indptr")
 NONOCCURRENCE_FILE = "nonoccurrence.npy"
 VOCABULARY_FILE = "vocabulary.json"
 MAX_BLOCK_QUERIES = 64
-BLOCK_SCORES = 1 << 21
-"""Queries scored together on a thread: at most 64, and at most ~2M scores (16 MB) held per block."""
+BLOCK_SCORES = 1 << 18
+"""Queries scored together on a thread: at most 64, and at most ~260k scores (2 MB) held per block."""
 TOKENIZER_VOCABULARY = ("word_to_stem", "stem_to_sid", "word_to_id")
 """The tokenizer's learned state (what bm25s's ``save_vocab`` writes); its stemmer is rebuilt from the settings."""
 
@@ -34,10 +34,10 @@ TOKENIZER_VOCABULARY = ("word_to_stem", "stem_to_sid", "word_to_id")
 class Bm25sIndexSettings:
     """What shapes a bm25s index: the BM25 variant, its parameters and whether words are stemmed."""
 
-    k1: float
-    b: float
-    method: str
-    stemmer: bool
+    k1: float = option("bm25_k1", "number", "BM25 term-frequency saturation", default=1.5, minimum=0.0)
+    b: float = option("bm25_b", "number", "BM25 length normalisation", default=0.75, minimum=0.0, maximum=1.0)
+    method: str = option("bm25_method", "choice", "the BM25 variant", default="lucene", choices=BM25_METHODS)
+    stemmer: bool = option("stemmer", "boolean", "Snowball English stemming; False indexes surface words", default=True)
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Bm25sSettings:
     """A request's bm25s options: the index's shape plus ``search_threads``, which only steers a search."""
 
     index: Bm25sIndexSettings
-    threads: int
+    threads: int = SEARCH_THREADS.field()
 
 
 @dataclass(frozen=True)
@@ -72,19 +72,9 @@ class Bm25sRetriever(BaseRetrieveConnector):
     """``retrieve_backend="bm25s"``: sparse BM25 (options ``bm25_k1``, ``bm25_b``, ``bm25_method``, ``stemmer``)."""
 
     BACKEND: ClassVar[str | None] = "bm25s"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("bm25_k1", "bm25_b", "bm25_method", "stemmer", "search_threads")
+    SETTINGS: ClassVar[type[Any] | None] = Bm25sSettings
     EXTRA: ClassVar[str | None] = "connectors"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("bm25s", "Stemmer")
-
-    @classmethod
-    def read_settings(cls, reader: OptionReader) -> Bm25sSettings:
-        index = Bm25sIndexSettings(
-            k1=reader.number("bm25_k1", default=1.5, minimum=0.0),
-            b=reader.number("bm25_b", default=0.75, minimum=0.0, maximum=1.0),
-            method=reader.choice("bm25_method", BM25_METHODS, default="lucene"),
-            stemmer=reader.boolean("stemmer", default=True),
-        )
-        return Bm25sSettings(index, read_search_threads(reader))
 
     @classmethod
     def index_settings(cls, settings: Bm25sSettings) -> Bm25sIndexSettings:

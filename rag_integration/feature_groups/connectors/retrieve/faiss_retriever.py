@@ -7,12 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rag_integration.core.documents import Document
-from rag_integration.core.embedders import DEFAULT_EMBEDDER, QueryVectors, get_embedder
+from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import IndexMismatchError
-from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import AllowedMask, Hits
-from rag_integration.core.vector_index import (
+from rag_integration.core.indexes.embedders import DEFAULT_EMBEDDER, QueryVectors, get_embedder
+from rag_integration.core.indexes.vector_index import (
     FAISS_OPTIONS,
     FaissIndexSettings,
     FaissSearchSettings,
@@ -25,6 +23,8 @@ from rag_integration.core.vector_index import (
     save_faiss_vectors,
     search_faiss_index,
 )
+from rag_integration.core.options import OptionReader
+from rag_integration.core.ranking.passages import AllowedMask, Hits
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
 

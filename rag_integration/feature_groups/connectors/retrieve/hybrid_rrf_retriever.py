@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rag_integration.core.documents import Document
-from rag_integration.core.fusion import MIN_RRF_K, read_rrf_weights, rrf_fuse
-from rag_integration.core.index_cache import approximate_bytes
+from rag_integration.core.documents.corpus import Document
+from rag_integration.core.indexes.cache import approximate_bytes
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import AllowedMask, Hits
+from rag_integration.core.ranking.fusion import MIN_RRF_K, read_rrf_weights, rrf_fuse
+from rag_integration.core.ranking.passages import AllowedMask, Hits
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 from rag_integration.feature_groups.connectors.retrieve.bm25s_retriever import (
     Bm25sIndexSettings,

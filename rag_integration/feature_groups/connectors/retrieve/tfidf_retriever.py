@@ -10,12 +10,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rag_integration.core.documents import Document
+from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.extras import require_module
-from rag_integration.core.index_store import load_npy, load_sparse_parts, save_npy, term_ids
-from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import AllowedMask, Hits, best_positive_hits
+from rag_integration.core.indexes.store import load_npy, load_sparse_parts, save_npy, term_ids
+from rag_integration.core.options import option
+from rag_integration.core.ranking.passages import AllowedMask, Hits, best_positive_hits
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
 VOCABULARY_FILE = "vocabulary.json"
@@ -25,8 +25,8 @@ VOCABULARY_FILE = "vocabulary.json"
 class TfidfSettings:
     """What shapes a TF-IDF index; every option of this backend does, so these are its index settings too."""
 
-    sublinear_tf: bool
-    ngram_max: int
+    sublinear_tf: bool = option("tfidf_sublinear_tf", "boolean", "`1 + log(tf)` term weights", default=True)
+    ngram_max: int = option("tfidf_ngram_max", "integer", "longest word n-gram", default=1, minimum=1, maximum=3)
 
 
 @dataclass(frozen=True)
@@ -41,16 +41,9 @@ class TfidfRetriever(BaseRetrieveConnector):
     """``retrieve_backend="tfidf"``: l2-normalised TF-IDF vectors (options ``tfidf_sublinear_tf``, ``tfidf_ngram_max``)."""
 
     BACKEND: ClassVar[str | None] = "tfidf"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("tfidf_ngram_max", "tfidf_sublinear_tf")
+    SETTINGS: ClassVar[type[Any] | None] = TfidfSettings
     EXTRA: ClassVar[str | None] = "tfidf"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("sklearn", "scipy")
-
-    @classmethod
-    def read_settings(cls, reader: OptionReader) -> TfidfSettings:
-        return TfidfSettings(
-            sublinear_tf=reader.boolean("tfidf_sublinear_tf", default=True),
-            ngram_max=reader.integer("tfidf_ngram_max", default=1, minimum=1, maximum=3),
-        )
 
     @classmethod
     def build_index(cls, documents: Sequence[Document], settings: TfidfSettings) -> TfidfIndex:

@@ -12,13 +12,13 @@ import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.per_query import ON_ERROR_OPTION, ErrorPolicy
+from rag_integration.core.contract.schema import JSON, STRING, Shape
 from rag_integration.core.deadline import current_deadline, within_deadline
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.extras import require_module
-from rag_integration.core.feature_group import SelectorFeatureGroup
 from rag_integration.core.options import OptionReader
-from rag_integration.core.per_query import ON_ERROR_OPTION, ErrorPolicy
-from rag_integration.core.schema import JSON, STRING, Shape
 from rag_integration.core.unicode_text import require_valid_text
 from rag_integration.feature_groups.connectors.structured.question.cursor import NotUnderstood, Question
 from rag_integration.feature_groups.connectors.structured.question.lexicon import Lexicon

@@ -15,11 +15,11 @@ import math
 import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rag_integration.core.contract.per_query import ErrorPolicy
 from rag_integration.core.errors import InvalidOptionError, SqlSafetyError, short_repr
-from rag_integration.core.llm_client import OPTIONS as LLM_OPTIONS
-from rag_integration.core.llm_client import LlmSettings, Message, chat
 from rag_integration.core.options import OptionReader
-from rag_integration.core.per_query import ErrorPolicy
+from rag_integration.core.remote.llm_client import OPTIONS as LLM_OPTIONS
+from rag_integration.core.remote.llm_client import LlmSettings, Message, chat
 from rag_integration.feature_groups.connectors.structured.base import BaseStructuredConnector, guard_sql
 from rag_integration.feature_groups.connectors.structured.sql.columns import INT64, is_utf8
 from rag_integration.feature_groups.connectors.structured.sql.table import TableSpec
@@ -57,7 +57,7 @@ class LlmSql(BaseStructuredConnector):
         cls, sandbox: SqliteSandbox, questions: list[str], reader: OptionReader
     ) -> list[dict[str, Any]]:
         settings = LlmSettings.read(reader)
-        description = describe(sandbox.table)
+        description = describe_table(sandbox.table)
         return ErrorPolicy.read(reader).answer_each(
             questions,
             lambda question: cls.ask_model(sandbox, question, settings, description),
@@ -70,7 +70,7 @@ class LlmSql(BaseStructuredConnector):
         cls, sandbox: SqliteSandbox, question: str, settings: LlmSettings, description: str
     ) -> dict[str, Any]:
         """Ask, guard (retrying once with the refusal reason), then run only the guard's regenerated SQL;
-        ``description`` is the table as ``describe`` tells it, computed once per request."""
+        ``description`` is the table as ``describe_table`` tells it, computed once per request."""
         if not is_utf8(question):
             raise InvalidOptionError("question", question, "a question in valid UTF-8 text")
         table = sandbox.table
@@ -104,7 +104,7 @@ class LlmSql(BaseStructuredConnector):
         raise AssertionError("unreachable: the second attempt returns or raises")
 
 
-def describe(table: TableSpec) -> str:
+def describe_table(table: TableSpec) -> str:
     """The table as the model sees it: name, typed columns and up to ``SAMPLE_VALUES`` distinct values of each (a
     column's walk over the rows stops once it has them)."""
     lines = [f"Table: {table.name}", "Columns:"]

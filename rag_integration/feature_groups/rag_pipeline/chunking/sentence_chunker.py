@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from rag_integration.core.options import OptionReader
-from rag_integration.core.sentences import sentence_spans
+from rag_integration.core.text.sentences import sentence_spans
 from rag_integration.feature_groups.rag_pipeline.chunking.base import BaseChunker, group_spans
 
 

@@ -8,8 +8,14 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rag_integration.core.documents.files import (
+    DEFAULT_MAX_FILE_BYTES,
+    FileRules,
+    FoundFile,
+    find_files,
+    read_file_bytes,
+)
 from rag_integration.core.errors import InvalidOptionError
-from rag_integration.core.files import DEFAULT_MAX_FILE_BYTES, FileRules, FoundFile, find_files, read_file_bytes
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.rag_pipeline.documents.base import BaseDocumentSource
 
@@ -21,7 +27,7 @@ MAX_JSON_NESTING = 64
 class FileDocumentSource(BaseDocumentSource):
     """``document_source="files"``: ``paths`` (str or list); a .txt/.md file is one document, a .jsonl line or a
     .csv row is one document (``text_field``, ``id_field``); every document records its file in ``source``.
-    Folders are untrusted (``core.files``): ``follow_symlinks`` (default False) and ``max_file_bytes`` bound them."""
+    Folders are untrusted (``core.documents.files``): ``follow_symlinks`` (default False) and ``max_file_bytes`` bound them."""
 
     BACKEND: ClassVar[str | None] = "files"
     OPTIONS: ClassVar[tuple[str, ...]] = (

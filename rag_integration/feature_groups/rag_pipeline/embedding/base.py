@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from rag_integration.core.documents import Document
-from rag_integration.core.embedders import Embedder, get_embedder
+from rag_integration.core.documents.corpus import Document
+from rag_integration.core.indexes.embedders import Embedder, get_embedder
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.rag_pipeline.base import StageFeatureGroup, document_row
 

@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rag_integration.core.documents import Document, corpus_fingerprint
-from rag_integration.core.embedders import DEFAULT_EMBEDDER, QueryVectors, get_embedder
+from rag_integration.core.documents.corpus import Document, corpus_fingerprint
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError, MissingOptionError
-from rag_integration.core.index_cache import INDEX_CACHE, IndexKey
-from rag_integration.core.index_store import StoreClaim, StoredVersion, read_store
+from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
+from rag_integration.core.indexes.embedders import DEFAULT_EMBEDDER, QueryVectors, get_embedder
+from rag_integration.core.indexes.store import StoreClaim, StoredVersion, read_store
+from rag_integration.core.indexes.vector_index import FaissSettings, read_search_threads, search_faiss_index
 from rag_integration.core.options import OptionReader
-from rag_integration.core.passages import AllowedMask, Hits
-from rag_integration.core.vector_index import FaissSettings, read_search_threads, search_faiss_index
+from rag_integration.core.ranking.passages import AllowedMask, Hits
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector, RetrieveRequest
 from rag_integration.feature_groups.rag_pipeline.vector_store.store import VectorStore, check_store_claim, load_store
 

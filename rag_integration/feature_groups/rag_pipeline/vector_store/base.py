@@ -8,12 +8,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rag_integration.core.documents import Document
-from rag_integration.core.embedders import get_embedder
+from rag_integration.core.contract.queries import read_index_dir
+from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import InvalidOptionError
-from rag_integration.core.index_store import intact_claim
+from rag_integration.core.indexes.embedders import get_embedder
+from rag_integration.core.indexes.store import intact_claim
 from rag_integration.core.options import OptionReader
-from rag_integration.core.queries import read_index_dir
 from rag_integration.feature_groups.rag_pipeline.base import StageFeatureGroup, document_row
 from rag_integration.feature_groups.rag_pipeline.embedding import HashEmbeddingStage, MiniLMEmbeddingStage
 from rag_integration.feature_groups.rag_pipeline.vector_store.store import store_claim, write_store

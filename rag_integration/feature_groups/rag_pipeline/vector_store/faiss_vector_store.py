@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from rag_integration.core.indexes.vector_index import FAISS_OPTIONS, read_faiss_settings
 from rag_integration.core.options import OptionReader
-from rag_integration.core.vector_index import FAISS_OPTIONS, read_faiss_settings
 from rag_integration.feature_groups.rag_pipeline.vector_store.base import BaseVectorStore
 
 

@@ -1,4 +1,4 @@
-"""The on-disk vector store, in the one store format of ``core.index_store``: ``vectors.npy`` (one float32 row per
+"""The on-disk vector store, in the one store format of ``core.indexes.store``: ``vectors.npy`` (one float32 row per
 document) and ``documents.jsonl`` (ids, texts, metadata), under a manifest of kind ``vector_store`` whose settings
 record the embedding model's id, the dimension, the count, a metadata fingerprint and the FAISS settings."""
 
@@ -15,12 +15,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rag_integration.core import index_store
-from rag_integration.core.documents import Document, corpus_fingerprint
+from rag_integration.core.documents.corpus import Document, corpus_fingerprint
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
-from rag_integration.core.index_store import StoreClaim, StoredVersion
-from rag_integration.core.options import OptionReader
-from rag_integration.core.vector_index import (
+from rag_integration.core.indexes import store as index_store
+from rag_integration.core.indexes.store import StoreClaim, StoredVersion
+from rag_integration.core.indexes.vector_index import (
     FAISS_VECTORS_FILE,
     FaissSettings,
     faiss_index_bytes,
@@ -28,6 +27,7 @@ from rag_integration.core.vector_index import (
     faiss_index_nbytes,
     load_faiss_index,
 )
+from rag_integration.core.options import OptionReader
 
 STORE_KIND = "vector_store"
 DOCUMENTS_FILE = "documents.jsonl"
@@ -100,7 +100,7 @@ def _metadata_json(documents: Sequence[Document]) -> str:
 def write_store(
     folder: Path, vectors: npt.NDArray[np.float32], documents: Sequence[Document], claim: StoreClaim
 ) -> None:
-    """Stage the store's files and swap them in whole (``core.index_store``): the store already there survives
+    """Stage the store's files and swap them in whole (``core.indexes.store``): the store already there survives
     any failure."""
     lines = "".join(
         json.dumps({"doc_id": doc.doc_id, "text": doc.text, "metadata": dict(doc.metadata)}) + "\n" for doc in documents

@@ -1,1 +1,1 @@
-"""The front end: an English question about one table -> tokens, the table's lexicon, phrase tables, constructs and the parser that yields a ``QueryPlan``."""
+"""The front end: a question's tokens, the table's lexicon, phrase tables, constructs and the parser."""

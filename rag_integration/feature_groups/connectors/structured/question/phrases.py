@@ -1,110 +1,42 @@
-"""The parser's phrase tables: each an object that indexes its phrases by first word once, when it is built.
+"""The question's word tables, and the phrase tables the parser matches them with.
 
-Like sqlglot's keyword tries, the index makes a match a dict lookup plus a check of the few phrases that start
-with the next word, longest first, so matching costs the same for every question and needs no cache.
+Each table a parser matches against is a ``Phrases``: the phrases, and an index from a phrase's first word to the
+phrases that start with it (``by_first_word``, longest first), built once when the table is made, so a match costs a dict lookup and
+a check of the few phrases starting with the next word.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Generic, TypeVar
-
-from rag_integration.feature_groups.connectors.structured.question.tokens import Token
-
-V = TypeVar("V")
-K = TypeVar("K")
+from collections.abc import Iterable, Mapping
 
 
-class Phrases:
-    """Phrases of one or more words; ``match`` consumes the longest that the tokens at a position spell."""
+class Phrases(tuple[str, ...]):
+    """Phrases of one or more lowercase words, indexed by their first word."""
 
-    __slots__ = ("_index", "_members", "phrases")
+    by_first_word: dict[str, list[tuple[str, tuple[str, ...]]]]
 
-    def __init__(self, *phrases: str) -> None:
-        self.phrases: tuple[str, ...] = phrases
-        self._members = frozenset(phrases)
-        index: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
-        for phrase in phrases:
+    def __new__(cls, *parts: str | Iterable[str]) -> Phrases:
+        phrases: list[str] = []
+        for part in parts:
+            phrases.extend([part] if isinstance(part, str) else part)
+        return super().__new__(cls, phrases)
+
+    def __init__(self, *parts: str | Iterable[str]) -> None:
+        self.by_first_word = {}
+        for phrase in self:
             words = tuple(phrase.split())
-            index.setdefault(words[0], []).append((phrase, words))
-        self._index = {first: sorted(entries, key=lambda entry: -len(entry[1])) for first, entries in index.items()}
-
-    def __add__(self, other: Phrases) -> Phrases:
-        return Phrases(*self.phrases, *other.phrases)
-
-    def __contains__(self, phrase: object) -> bool:
-        return phrase in self._members
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.phrases)
-
-    def match(self, tokens: Sequence[Token], start: int) -> tuple[str, int] | None:
-        """The longest phrase the tokens from ``start`` spell (compared by ``Token.key``) and where it ends."""
-        if start >= len(tokens):
-            return None
-        for phrase, words in self._index.get(tokens[start].key, ()):
-            end = start + len(words)
-            if end <= len(tokens) and all(
-                tokens[start + offset].key == words[offset] for offset in range(1, len(words))
-            ):
-                return phrase, end
-        return None
+            self.by_first_word.setdefault(words[0], []).append((phrase, words))
+        for entries in self.by_first_word.values():
+            entries.sort(key=lambda entry: -len(entry[1]))
 
 
-class PhraseMap(Phrases, Generic[V]):
-    """Phrases that each mean something: a verb the column it names, a superlative its column and direction."""
-
-    __slots__ = ("meanings",)
-
-    def __init__(self, meanings: Mapping[str, V]) -> None:
-        super().__init__(*meanings)
-        self.meanings: Mapping[str, V] = dict(meanings)
-
-    def __getitem__(self, phrase: str) -> V:
-        return self.meanings[phrase]
-
-
-class PhraseGroups(Generic[K]):
-    """Phrases in labelled groups tried in order (``>=`` before ``>``), and all of them as one table."""
-
-    __slots__ = ("_labels", "groups", "phrases")
-
-    def __init__(self, groups: Mapping[K, Sequence[str]]) -> None:
-        self.groups: dict[K, Phrases] = {label: Phrases(*phrases) for label, phrases in groups.items()}
-        self.phrases = Phrases(*(phrase for phrases in groups.values() for phrase in phrases))
-        self._labels: dict[str, K] = {}
-        for label, phrases in groups.items():
-            for phrase in phrases:
-                self._labels.setdefault(phrase, label)
-
-    def label(self, phrase: str) -> K:
-        """The label of the first group holding ``phrase``."""
-        return self._labels[phrase]
-
-
+# Words that name a kind of column, shared by the superlative, comparative and verb tables below.
 PAY = ("salary", "salaries", "pay", "wage", "wages", "income", "earnings", "compensation")
 PRICE = ("price", "prices", "cost", "costs", "fee", "fees")
 RATING = ("rating", "ratings", "score", "scores", "stars", "grade")
 BIRTH = ("birth", "born", "dob", "birthday", "birthdate")
 WHEN = ("date", "day", "when", "time", "start", "created", "added", "released", "published", "held", "on")
 SIZE = ("size", "capacity", "attendees", "attendance", "population", "area", "quantity", "stock", "visitors", "guests")
-"""Column words a verb or superlative may mean (``PAY`` for "earns"), looked up in the table's lexicon."""
-
-THE = Phrases("the")
-OF = Phrases("of")
-BY = Phrases("by")
-COMMA = Phrases(",")
-BETWEEN = Phrases("between")
-RANGE_JOINERS = Phrases("and", "to")
-"""Between the two ends of 'between 1 and 5'."""
-TOP = Phrases("top", "bottom")
-ONE_OF = Phrases("in", "one of", "any of")
-HAVE = Phrases("have", "has", "with")
-COLUMN_JOINERS = Phrases(",", "and", ", and")
-"""Between the columns of a projection: 'name, city and salary of ...'."""
-OWNER_LINKS = Phrases("of", "for", "from")
-"""Between a projection and the value it is looked up by: 'the salary of Ada'."""
-
 LEADS = Phrases(
     "please", "can you", "could you", "would you", "can you tell me", "could you tell me", "tell me",
     "i want to know", "i'd like to know", "i would like to know", "do you know", "i need", "i want",
@@ -117,15 +49,13 @@ AGGREGATE_LEADS = Phrases(
     "what is", "what's", "what was", "what are", "show", "show me", "give me", "compute", "calculate", "find",
     "get", "list", "tell me", "how much is", "return",
 )  # fmt: skip
-AGGREGATES: PhraseGroups[str] = PhraseGroups(
-    {
-        "avg": ("average", "avg", "mean"),
-        "min": ("minimum", "min", "lowest", "smallest", "earliest"),
-        "max": ("maximum", "max", "highest", "largest", "biggest", "latest"),
-        "sum": ("total", "sum", "sum of", "total of"),
-        "median": ("median",),
-    }
-)
+AGGREGATES: Mapping[str, tuple[str, ...]] = {
+    "avg": ("average", "avg", "mean"),
+    "min": ("minimum", "min", "lowest", "smallest", "earliest"),
+    "max": ("maximum", "max", "highest", "largest", "biggest", "latest"),
+    "sum": ("total", "sum", "sum of", "total of"),
+    "median": ("median",),
+}
 LIST_WORDS = Phrases(
     "list", "list all", "show", "show me", "show all", "find", "find all", "get", "give me", "display", "return",
     "what are", "which are", "which", "who", "what is", "what's", "what", "fetch",
@@ -153,13 +83,13 @@ DESCENDING = Phrases(
 ASCENDING = Phrases(
     "ascending", "asc", "in ascending order", "lowest first", "smallest first", "earliest first",
 )  # fmt: skip
-CONDITION_LEADS = frozenset(
+CONDITION_LEADS: frozenset[str] = frozenset(
     ["with", "where", "whose", "who", "that", "which", "having", "is", "are", "was", "were", "the", "a", "an",
      "work", "works", "working", "live", "lives", "living", "based", "located", "have", "has", "do", "does",
      "did", "who's"]
 )  # fmt: skip
 """Words that may introduce a filter ("who work in Berlin"); a column of the same name wins when compared."""
-PRESENCE_LEADS = frozenset(["with", "have", "has", "having"])
+PRESENCE_LEADS: frozenset[str] = frozenset(["with", "have", "has", "having"])
 NEGATIONS = Phrases(
     "not", "is not", "isn't", "are not", "aren't", "was not", "wasn't", "does not", "doesn't", "do not",
     "don't", "did not", "didn't", "never", "is not equal to", "does not equal", "not equal to", "!=", "<>",
@@ -173,23 +103,21 @@ ABSENCE = Phrases(
 )  # fmt: skip
 VALUE_PREPOSITIONS = Phrases("in", "from", "at", "in the", "from the", "at the")
 EQUAL = Phrases("is equal to", "equal to", "equals", "is", "are", "was", "were", "=", "==")
-COMPARATIVES: PhraseGroups[str] = PhraseGroups({
-    ">=": ("at least", "no less than", "not less than", "on or after", "since", ">=", "greater than or equal to"),
-    "<=": ("at most", "no more than", "not more than", "on or before", "up to", "<=", "less than or equal to",
+COMPARATIVES: Mapping[str, Phrases] = {
+    ">=": Phrases("at least", "no less than", "not less than", "on or after", "since", ">=", "greater than or equal to"),
+    "<=": Phrases("at most", "no more than", "not more than", "on or before", "up to", "<=", "less than or equal to",
            "until"),
-    ">": ("over", "above", "more than", "greater than", "higher than", "exceeding", "after", "later than", ">",
+    ">": Phrases("over", "above", "more than", "greater than", "higher than", "exceeding", "after", "later than", ">",
           "bigger than", "larger than"),
-    "<": ("below", "under", "less than", "lower than", "fewer than", "before", "earlier than", "<",
+    "<": Phrases("below", "under", "less than", "lower than", "fewer than", "before", "earlier than", "<",
           "smaller than"),
-})  # fmt: skip
+}  # fmt: skip
 DATE_RANGES = Phrases("in", "during", "in the year", "within", "on")
-TEXT_MATCHES: PhraseGroups[str] = PhraseGroups(
-    {
-        "{}%": ("starts with", "start with", "starting with", "begins with", "begin with", "beginning with"),
-        "%{}": ("ends with", "end with", "ending with"),
-        "%{}%": ("contains", "contain", "containing", "includes", "include", "including"),
-    }
-)
+TEXT_MATCHES: Mapping[str, Phrases] = {
+    "{}%": Phrases("starts with", "start with", "starting with", "begins with", "begin with", "beginning with"),
+    "%{}": Phrases("ends with", "end with", "ending with"),
+    "%{}%": Phrases("contains", "contain", "containing", "includes", "include", "including"),
+}
 NULL_WORDS = Phrases(
     "null", "empty", "missing", "unknown", "blank", "not set", "none", "not known", "not given",
 )  # fmt: skip
@@ -209,68 +137,61 @@ IMPLICIT_AND = Phrases(
 """Words that start another filter without 'and': "in Berlin with salary over 50k"."""
 HIGH = Phrases("highest", "largest", "biggest", "greatest", "maximum", "max", "most", "latest")
 LOW = Phrases("lowest", "smallest", "least", "minimum", "min", "earliest", "fewest")
-RECENCY: PhraseMap[bool] = PhraseMap({
+RECENCY: Mapping[str, bool] = {
     "most recently": True, "last": True, "latest": True, "first": False, "earliest": False,
-})  # fmt: skip
+}  # fmt: skip
 """After a date column or its verb: whether the latest date is wanted."""
-MOST: PhraseMap[bool] = PhraseMap(
-    {"the most": True, "most": True, "the least": False, "least": False, "the highest": True, "the lowest": False}
-)
-"""After a verb ("earns the most"): whether the highest value is wanted."""
-SUPERLATIVES: PhraseMap[tuple[tuple[tuple[str, ...], bool, str | None], ...]] = PhraseMap(
-    {
-        "oldest": ((("age",), True, "number"), (BIRTH, False, "date"), (WHEN, False, "date")),
-        "youngest": ((("age",), False, "number"), (BIRTH, True, "date")),
-        "newest": ((WHEN, True, "date"),),
-        "latest": ((WHEN, True, "date"),),
-        "most recent": ((WHEN, True, "date"),),
-        "most recently": ((WHEN, True, "date"),),
-        "last": ((WHEN, True, "date"),),
-        "earliest": ((WHEN, False, "date"),),
-        "first": ((WHEN, False, "date"),),
-        "cheapest": ((PRICE, False, "number"),),
-        "least expensive": ((PRICE, False, "number"),),
-        "most expensive": ((PRICE, True, "number"),),
-        "priciest": ((PRICE, True, "number"),),
-        "best paid": ((PAY, True, "number"),),
-        "highest paid": ((PAY, True, "number"),),
-        "top paid": ((PAY, True, "number"),),
-        "richest": ((PAY, True, "number"),),
-        "lowest paid": ((PAY, False, "number"),),
-        "worst paid": ((PAY, False, "number"),),
-        "best rated": ((RATING, True, "number"),),
-        "highest rated": ((RATING, True, "number"),),
-        "top rated": ((RATING, True, "number"),),
-        "best": ((RATING, True, "number"),),
-        "worst rated": ((RATING, False, "number"),),
-        "lowest rated": ((RATING, False, "number"),),
-        "worst": ((RATING, False, "number"),),
-        "largest": ((SIZE, True, "number"),),
-        "biggest": ((SIZE, True, "number"),),
-        "smallest": ((SIZE, False, "number"),),
-        "most popular": ((SIZE, True, "number"),),
-        "least popular": ((SIZE, False, "number"),),
-        "longest": ((("duration", "length", "minutes", "hours", "days"), True, "number"),),
-        "shortest": ((("duration", "length", "minutes", "hours", "days"), False, "number"),),
-        "heaviest": ((("weight",), True, "number"),),
-        "lightest": ((("weight",), False, "number"),),
-    }
-)
+MOST: Mapping[str, bool] = {"the most": True, "most": True, "the least": False, "least": False}
+SUPERLATIVES: Mapping[str, tuple[tuple[tuple[str, ...], bool, str | None], ...]] = {
+    "oldest": ((("age",), True, "number"), (BIRTH, False, "date"), (WHEN, False, "date")),
+    "youngest": ((("age",), False, "number"), (BIRTH, True, "date")),
+    "newest": ((WHEN, True, "date"),),
+    "latest": ((WHEN, True, "date"),),
+    "most recent": ((WHEN, True, "date"),),
+    "most recently": ((WHEN, True, "date"),),
+    "last": ((WHEN, True, "date"),),
+    "earliest": ((WHEN, False, "date"),),
+    "first": ((WHEN, False, "date"),),
+    "cheapest": ((PRICE, False, "number"),),
+    "least expensive": ((PRICE, False, "number"),),
+    "most expensive": ((PRICE, True, "number"),),
+    "priciest": ((PRICE, True, "number"),),
+    "best paid": ((PAY, True, "number"),),
+    "highest paid": ((PAY, True, "number"),),
+    "top paid": ((PAY, True, "number"),),
+    "richest": ((PAY, True, "number"),),
+    "lowest paid": ((PAY, False, "number"),),
+    "worst paid": ((PAY, False, "number"),),
+    "best rated": ((RATING, True, "number"),),
+    "highest rated": ((RATING, True, "number"),),
+    "top rated": ((RATING, True, "number"),),
+    "best": ((RATING, True, "number"),),
+    "worst rated": ((RATING, False, "number"),),
+    "lowest rated": ((RATING, False, "number"),),
+    "worst": ((RATING, False, "number"),),
+    "largest": ((SIZE, True, "number"),),
+    "biggest": ((SIZE, True, "number"),),
+    "smallest": ((SIZE, False, "number"),),
+    "most popular": ((SIZE, True, "number"),),
+    "least popular": ((SIZE, False, "number"),),
+    "longest": ((("duration", "length", "minutes", "hours", "days"), True, "number"),),
+    "shortest": ((("duration", "length", "minutes", "hours", "days"), False, "number"),),
+    "heaviest": ((("weight",), True, "number"),),
+    "lightest": ((("weight",), False, "number"),),
+}
 """A superlative word -> (column words it may mean, descending, column kind), tried in order."""
-COMPARATIVE_ADJECTIVES: PhraseMap[tuple[tuple[tuple[str, ...], str, str | None], ...]] = PhraseMap(
-    {
-        "older than": ((("age",), ">", "number"), (BIRTH, "<", "date")),
-        "younger than": ((("age",), "<", "number"), (BIRTH, ">", "date")),
-        "cheaper than": ((PRICE, "<", "number"),),
-        "more expensive than": ((PRICE, ">", "number"),),
-        "pricier than": ((PRICE, ">", "number"),),
-        "longer than": ((("duration", "length", "minutes", "hours", "days"), ">", "number"),),
-        "shorter than": ((("duration", "length", "minutes", "hours", "days"), "<", "number"),),
-        "heavier than": ((("weight",), ">", "number"),),
-        "lighter than": ((("weight",), "<", "number"),),
-    }
-)
-VERBS: PhraseMap[tuple[tuple[str, ...], str | None]] = PhraseMap({
+COMPARATIVE_ADJECTIVES: Mapping[str, tuple[tuple[tuple[str, ...], str, str | None], ...]] = {
+    "older than": ((("age",), ">", "number"), (BIRTH, "<", "date")),
+    "younger than": ((("age",), "<", "number"), (BIRTH, ">", "date")),
+    "cheaper than": ((PRICE, "<", "number"),),
+    "more expensive than": ((PRICE, ">", "number"),),
+    "pricier than": ((PRICE, ">", "number"),),
+    "longer than": ((("duration", "length", "minutes", "hours", "days"), ">", "number"),),
+    "shorter than": ((("duration", "length", "minutes", "hours", "days"), "<", "number"),),
+    "heavier than": ((("weight",), ">", "number"),),
+    "lighter than": ((("weight",), "<", "number"),),
+}
+VERBS: Mapping[str, tuple[tuple[str, ...], str | None]] = {
     **dict.fromkeys(("earns", "earn", "earning", "earned", "makes", "make", "making", "is paid", "are paid",
                      "paid", "gets paid", "get paid", "getting paid"), (PAY, "number")),
     **dict.fromkeys(("costs", "cost", "costing", "priced", "priced at", "sells for", "sell for", "selling for",
@@ -287,9 +208,9 @@ VERBS: PhraseMap[tuple[tuple[str, ...], str | None]] = PhraseMap({
     **dict.fromkeys(("attended by", "lasts", "lasting", "lasted"),
                     (("attendees", "attendance", "duration", "length"), "number")),
     **dict.fromkeys(("in stock",), (("stock", "quantity"), "number")),
-})  # fmt: skip
+}  # fmt: skip
 """A verb -> the column words it means ("earns" is the salary) and that column's kind."""
-MONTHS = {
+MONTHS: Mapping[str, int] = {
     name: number
     for number, names in enumerate(
         [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
@@ -299,18 +220,27 @@ MONTHS = {
     )
     for name in names
 }  # fmt: skip
-NUMBER_WORDS: PhraseMap[int] = PhraseMap({"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000})
-COMPARATIVE_PHRASES = COMPARATIVES.phrases
-COMPARISONS = NEGATIONS + EQUAL + BETWEEN + COMPARATIVE_PHRASES + TEXT_MATCHES.phrases
-DATE_COMPARISONS = COMPARISONS + DATE_RANGES
-CLAUSES = GROUP_WORDS + ORDER_WORDS + FILLER + TOP
-STOP_WORDS = frozenset(
+NUMBER_WORDS: Mapping[str, int] = {"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
+COMPARATIVE_PHRASES = Phrases(phrase for phrases in COMPARATIVES.values() for phrase in phrases)
+TEXT_MATCH_PHRASES = Phrases(phrase for phrases in TEXT_MATCHES.values() for phrase in phrases)
+COMPARISONS = Phrases(NEGATIONS, EQUAL, "between", COMPARATIVE_PHRASES, TEXT_MATCH_PHRASES)
+DATE_COMPARISONS = Phrases(COMPARISONS, DATE_RANGES)
+AGGREGATE_PHRASES = Phrases(phrase for phrases in AGGREGATES.values() for phrase in phrases)
+CLAUSES = Phrases(GROUP_WORDS, ORDER_WORDS, FILLER, "top", "bottom")
+STOP_WORDS: frozenset[str] = frozenset(
     ["and", "or", "order", "ordered", "sort", "sorted", "per", "by", "grouped", "group", "for", "top", "bottom",
      "first", "limit", "with", "where", "whose", "having", "in", "from", "at", "who", "that", "which", "but"]
 )  # fmt: skip
 """Words that end an unquoted value no column stores: ``name is Zed and ...`` binds "Zed"."""
-NEGATION_OR_EQUAL = NEGATIONS + EQUAL
-COMPARATIVE_OR_BETWEEN = COMPARATIVE_PHRASES + BETWEEN
-EXTREMES = HIGH + LOW
-FILTER_STARTS = IMPLICIT_AND + VERBS + COMPARATIVE_ADJECTIVES
-"""What starts another filter with no 'and' before it: 'in Berlin earning over 50k'."""
+
+
+VERB_PHRASES = Phrases(VERBS)
+SUPERLATIVE_PHRASES = Phrases(SUPERLATIVES)
+RECENCY_PHRASES = Phrases(RECENCY)
+NUMBER_WORD_PHRASES = Phrases(NUMBER_WORDS)
+COMPARATIVE_ADJECTIVE_PHRASES = Phrases(COMPARATIVE_ADJECTIVES)
+NEGATION_OR_EQUAL = Phrases(NEGATIONS, EQUAL)
+MOST_OR_EXTREME = Phrases(MOST, "the highest", "the lowest")
+HIGH_OR_LOW = Phrases(HIGH, LOW)
+COMPARATIVE_OR_BETWEEN = Phrases(COMPARATIVE_PHRASES, "between")
+CONDITION_CONTINUATIONS = Phrases(IMPLICIT_AND, VERBS, COMPARATIVE_ADJECTIVES)

@@ -1,1 +1,1 @@
-"""The back end: the query plan, the table and its columns, SQL built from a plan, the guard and the SQLite sandbox."""
+"""The back end: the query plan, the table and its columns, the SQL builder, the guard and the sandbox."""

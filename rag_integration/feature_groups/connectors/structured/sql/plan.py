@@ -1,4 +1,4 @@
-"""What a backend makes of a question: a small query plan, later built into SQL by ``builder``.
+"""What a backend makes of a question: a small query plan, later built into SQL by ``sql.builder``.
 
 Plans hold column names from the validated table and plain values; they never hold SQL text. A ``Staged`` plan
 needs values from a first query before it can be built: the guard allows no subquery, so "who earns the most"

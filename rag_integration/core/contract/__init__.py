@@ -1,0 +1,1 @@
+"""The mloda glue: the base feature group, option declarations, frames, schemas, Spark, queries."""

@@ -1,0 +1,274 @@
+"""The FeatureGroup shape every family shares: one feature name, one selector option, one backend per class."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from mloda.provider import ComputeFramework, FeatureGroup, FeatureSet
+from mloda.user import DataAccessCollection, Feature, FeatureName, Options
+
+from rag_integration.core.contract.declarations import check_request_options, check_selector
+from rag_integration.core.contract.frames import FrameAdapter, adapter_for, framework_classes
+from rag_integration.core.contract.schema import Shape, passages_shape
+from rag_integration.core.deadline import DEADLINE_OPTION, Deadline, check_deadline, deadline_scope
+from rag_integration.core.documents.corpus import Corpus
+from rag_integration.core.errors import ConnectorError, InvalidOptionError, short_repr
+from rag_integration.core.extras import modules_installed
+from rag_integration.core.options import NoSettings, OptionReader, option_specs, read_options
+from rag_integration.core.progress import showing_progress, step
+
+
+class SelectorFeatureGroup(FeatureGroup):
+    """Matches ``FEATURE_NAME`` only when option ``SELECTOR`` equals this class's ``BACKEND``.
+
+    A family base leaves ``BACKEND`` as None and therefore matches nothing; each backend sets it, so values are
+    disjoint per backend. A selector naming no enabled backend, and a key no backend of the request declares in
+    ``OPTIONS``, are refused with our typed errors while mloda matches (``core.contract.declarations``).
+    """
+
+    FAMILY: ClassVar[str] = ""
+    FEATURE_NAME: ClassVar[str] = ""
+    SELECTOR: ClassVar[str] = ""
+    BACKEND: ClassVar[str | None] = None
+    EXTRA: ClassVar[str | None] = None
+    REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ()
+    CORPUS_OPTIONS: ClassVar[tuple[str, ...]] = ()
+    """Options holding a list of documents, turned into a ``Corpus`` when this backend is matched."""
+    SOURCE_OPTIONS: ClassVar[Mapping[str, str]] = {}
+    """Option naming an upstream feature -> the inline option it replaces (``queries_source`` -> ``query_text``)."""
+    OPTIONS: ClassVar[tuple[str, ...]] = (DEADLINE_OPTION, "show_progress")
+    """The option keys this class reads, besides the selector, ``SOURCE_OPTIONS`` and ``CORPUS_OPTIONS``. A family
+    base lists the family's keys and a backend only its own: ``declared_options`` adds up the whole class ladder."""
+
+    SETTINGS: ClassVar[type[Any] | None] = None
+    """The frozen dataclass a backend's own options are read into; each option is declared once, as a field
+    (``core.options.option``), and adds its key to ``declared_options``."""
+
+    @classmethod
+    def declared_options(cls) -> frozenset[str]:
+        """Every option key a request for this backend may carry: ``OPTIONS`` and ``SETTINGS`` of this class and
+        its bases."""
+        keys: set[str] = set()
+        for klass in cls.__mro__:
+            keys.update(klass.__dict__.get("OPTIONS", ()))
+            settings = klass.__dict__.get("SETTINGS")
+            if settings is not None:
+                keys.update(spec.key for spec in option_specs(settings))
+        keys.add(cls.SELECTOR)
+        keys.update(cls.CORPUS_OPTIONS)
+        for source_option, inline_option in cls.SOURCE_OPTIONS.items():
+            keys.update((source_option, inline_option))
+        return frozenset(keys)
+
+    @classmethod
+    def read_settings(cls, reader: OptionReader) -> Any:
+        """The backend's options as a frozen, picklable dataclass, validated once per request: ``SETTINGS`` read
+        from its declarations, or ``NoSettings``. Override to check options against each other."""
+        return read_options(cls.SETTINGS, reader) if cls.SETTINGS is not None else NoSettings()
+
+    @classmethod
+    def serves(cls, feature_name: str) -> bool:
+        """True for the feature names this family computes."""
+        return feature_name == cls.FEATURE_NAME
+
+    @staticmethod
+    def loaded_backends() -> list[type[SelectorFeatureGroup]]:
+        """Every imported backend class (a subclass with ``BACKEND`` set), in a stable order."""
+        found: dict[type[SelectorFeatureGroup], None] = {}
+        pending = list(SelectorFeatureGroup.__subclasses__())
+        while pending:
+            candidate = pending.pop()
+            pending.extend(candidate.__subclasses__())
+            if candidate.BACKEND is not None:
+                found.setdefault(candidate)
+        return sorted(found, key=lambda backend: (backend.__module__, backend.__qualname__))
+
+    @classmethod
+    def match_feature_group_criteria(
+        cls,
+        feature_name: FeatureName | str,
+        options: Options,
+        data_access_collection: DataAccessCollection | None = None,
+    ) -> bool:
+        if cls.BACKEND is None or not cls.serves(str(feature_name)):
+            return False
+        selected = options.get(cls.SELECTOR)
+        if not (isinstance(selected, str) and selected == cls.BACKEND):
+            check_selector(str(feature_name), options, cls.loaded_backends())
+            return False
+        check_request_options(options, cls.loaded_backends())
+        _compact_corpora(options, cls.CORPUS_OPTIONS)
+        _set_aside_unwritable(options)
+        return True
+
+    def input_features(self, options: Options, feature_name: FeatureName) -> set[Feature] | None:
+        """Upstream features named by this family's ``*_source`` options; a request without them is a root.
+
+        A source is a feature name or a mloda ``Feature``. A name receives this request's options, so a chain of
+        steps shares one set of options; a ``Feature`` keeps exactly its own (each step its own ``top_k``). A
+        source given together with its inline alternative, of a wrong type, or naming the requested feature itself
+        is not declared, so the request reaches ``answer`` and fails there with a typed error instead of in
+        mloda's resolution.
+        """
+        upstream: set[Feature] = set()
+        for source_option, inline_option in self.SOURCE_OPTIONS.items():
+            source = options.get(source_option)
+            if options.get(inline_option) is not None:
+                continue
+            if isinstance(source, Feature) or (
+                isinstance(source, str) and source.strip() and source != str(feature_name)
+            ):
+                upstream.add(upstream_feature(source, options))
+        return upstream or None
+
+    @classmethod
+    def is_installed(cls) -> bool:
+        return modules_installed(cls.REQUIRED_MODULES)
+
+    @classmethod
+    def compute_framework_rule(cls) -> set[type[ComputeFramework]] | None:
+        """The frameworks every connector serves: the loaded mloda frameworks that ``core.contract.frames`` has an adapter for."""
+        return framework_classes()
+
+    @classmethod
+    def calculate_feature(cls, data: Any, features: FeatureSet) -> Any:
+        options = _single_request_options(features, cls.FEATURE_NAME)
+        _refuse_unwritable(options)
+        reader = OptionReader(options, owner=f"{cls.__name__} ({cls.FEATURE_NAME})")
+        adapter = adapter_for(next(iter(features.features)).get_compute_framework().get_class_name())
+        with (
+            deadline_scope(Deadline.read(reader)),
+            showing_progress(reader.boolean("show_progress", default=False)),
+            step(f"{cls.FEATURE_NAME} ({cls.BACKEND})"),
+        ):
+            return cls.answer_frame(adapter, data, reader)
+
+    @classmethod
+    def answer_frame(cls, adapter: FrameAdapter, data: Any, reader: OptionReader) -> Any:
+        """The framework's own output: upstream rows read once, answered, and the typed column appended."""
+        readable = adapter.readable(data)
+        values = list(cls.answer(readable, reader)[cls.FEATURE_NAME])
+        check_deadline(f"while {cls.__name__} answered")
+        return adapter.write(cls.FEATURE_NAME, values, cls.output_shape(reader), readable)
+
+    @classmethod
+    def output_shape(cls, reader: OptionReader) -> Shape:
+        """The typed shape of one output row (``core.contract.schema``); passages unless a family says otherwise."""
+        return passages_shape(reader.boolean("return_metadata", default=False))
+
+    @classmethod
+    def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
+        """Answer one request; ``data`` carries the upstream features' columns (None for a root)."""
+        raise NotImplementedError
+
+
+def _single_request_options(features: FeatureSet, feature_name: str) -> Options:
+    """mloda merges same-named requests whose group options are equal; refuse that instead of answering one."""
+    requested = sorted(features.features, key=lambda feature: str(feature.name))
+    first = requested[0].options
+    for other in requested[1:]:
+        if other.options.context != first.context or other.options.group != first.group:
+            differing = _first_differing_key(first, other.options)
+            raise InvalidOptionError(
+                differing,
+                other.options.get(differing),
+                f"one value per '{feature_name}' request: mloda merges requests whose group options are equal, "
+                "so pass a list of queries in one request or put per-request options in Options(group=...)",
+            )
+    return first
+
+
+def _first_differing_key(first: Options, second: Options) -> str:
+    keys = sorted(set(first.keys()) | set(second.keys()))
+    for key in keys:
+        if first.get(key) != second.get(key):
+            return key
+    return keys[0] if keys else "options"
+
+
+def upstream_feature(source: Feature | str, options: Options) -> Feature:
+    """The upstream feature a ``*_source`` option names: a name receives this request's options (a chain shares
+    one set), a mloda ``Feature`` keeps exactly its own."""
+    if isinstance(source, Feature):
+        own = Options(group=dict(source.options.group), context=dict(source.options.context))
+        return Feature(source.name, options=own, forward_group=False)
+    return Feature(source, options=options)
+
+
+def source_feature_name(reader: OptionReader, key: str) -> str | None:
+    """The column an upstream feature named by option ``key`` arrives in, or None when the option is absent."""
+    value = reader.raw(key)
+    if value is None:
+        return None
+    if isinstance(value, Feature):
+        return str(value.name)
+    if isinstance(value, str) and value.strip():
+        return value
+    raise InvalidOptionError(key, value, "the name of an upstream feature (str) or a mloda Feature")
+
+
+def _compact_corpora(options: Options, keys: tuple[str, ...]) -> None:
+    """Swap a context list of documents for a ``Corpus`` once this backend is chosen.
+
+    mloda copies and hashes a request's options several times while planning; a ``Corpus`` makes that constant
+    time instead of a walk over every document. mloda documents that a matcher's writes reach the feature when it
+    wins. Only ``context`` is touched (``group`` is the request's identity), and a list that is not a valid corpus
+    is left alone, so the request still fails with its typed error when it is answered.
+
+    Reading a corpus here is held to the request's ``deadline_ms`` too: a corpus too large to read in time is left
+    a list, and answering reads it again under its own deadline, which then names the step that ran out.
+    """
+    if not any(isinstance(options.context.get(key), list) and options.context.get(key) for key in keys):
+        return
+    try:
+        limit = Deadline.read(OptionReader(options))
+    except ConnectorError:  # a bad deadline_ms is refused, typed, when the request is answered
+        return
+    with deadline_scope(limit):
+        for key in keys:
+            value = options.context.get(key)
+            if isinstance(value, list) and value:
+                try:
+                    options.context[key] = Corpus(value, key)
+                except ConnectorError:
+                    continue
+
+
+class UnwritableOption:
+    """Stands in for an option value that ``repr`` cannot write: an int past Python's int/str conversion limit
+    (4,300 digits) or nesting past the recursion limit. mloda writes every option with ``repr`` while planning, where
+    such a value raises a bare ``ValueError``; set aside, the request is planned and then refused with a typed error."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value: Any) -> None:
+        self.text = short_repr(value)
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+UNWRITABLE_EXPECTED = (
+    "a value Python can write out: ints of at most 4,300 digits, nesting within the recursion limit "
+    "(mloda writes every option while planning)"
+)
+
+
+def _set_aside_unwritable(options: Options) -> None:
+    """Swap each option value ``repr`` cannot write for an ``UnwritableOption``. The request is refused when it is
+    answered, so swapping a ``group`` value (the request's identity) cannot make it answer something else."""
+    for part in (options.context, options.group):
+        for key, value in list(part.items()):
+            if isinstance(value, (int, list, tuple, dict, set, frozenset)) and not isinstance(value, bool):
+                try:
+                    repr(value)
+                except (ValueError, RecursionError):
+                    part[key] = UnwritableOption(value)
+
+
+def _refuse_unwritable(options: Options) -> None:
+    for part in (options.group, options.context):
+        for key, value in part.items():
+            if isinstance(value, UnwritableOption):
+                raise InvalidOptionError(key, value, UNWRITABLE_EXPECTED)

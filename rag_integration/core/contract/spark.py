@@ -1,0 +1,63 @@
+"""A Spark frame of queries answered where it lives: each partition in batches on the executors, with mapInArrow.
+
+The driver builds (or loads from ``index_dir``) every index the request needs, once, and broadcasts it with the
+request's options; each executor installs the shipped indexes in its own cache, so no executor builds one. The
+answer column is added to the rows it answers, batch by batch: queries are never collected to the driver and never
+joined back by position.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rag_integration.core.contract.frames import PYSPARK_PANDAS_WARNING, PyArrowAdapter
+from rag_integration.core.contract.schema import Shape, arrow_type
+from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
+from rag_integration.core.options import OptionReader
+
+
+@dataclass(frozen=True)
+class Shipment:
+    """What every executor needs: the connector (pickled by reference), the request's options, the built indexes."""
+
+    connector: Any
+    reader: OptionReader
+    indexes: Sequence[tuple[IndexKey, Any]]
+    shape: Shape
+
+    def install(self) -> None:
+        for key, index in self.indexes:
+            if key not in INDEX_CACHE:
+                INDEX_CACHE.install(key, index)
+
+    def answer(self, batch: Any) -> Any:
+        """One Arrow record batch of rows, with the answer column appended."""
+        import pyarrow as pa
+
+        table = pa.Table.from_batches([batch])
+        name = self.connector.FEATURE_NAME
+        values = list(self.connector.answer(table, self.reader)[name]) if table.num_rows else []
+        return PyArrowAdapter().write(name, values, self.shape, table)
+
+
+def answer_partitions(data: Any, shipment: Shipment) -> Any:
+    """``data`` with the connector's answer column, computed per partition on the executors."""
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField, StructType
+
+    name = shipment.connector.FEATURE_NAME
+    schema = StructType([*data.schema.fields, StructField(name, from_arrow_type(arrow_type(shipment.shape)), True)])
+    broadcast = data.sparkSession.sparkContext.broadcast(shipment)
+
+    def answer(batches: Iterator[Any]) -> Iterator[Any]:
+        received: Shipment = broadcast.value
+        received.install()
+        for batch in batches:
+            yield from received.answer(batch).to_batches()
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=PYSPARK_PANDAS_WARNING, category=FutureWarning)
+        return data.mapInArrow(answer, schema)

@@ -1,0 +1,1 @@
+"""Documents and corpora: the Document type, Corpus, reading documents and files."""

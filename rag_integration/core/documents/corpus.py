@@ -1,0 +1,266 @@
+"""Documents as the SPEC defines them: ``text`` required, ``doc_id`` str/int (else its position), the rest metadata."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, NamedTuple, overload
+
+from rag_integration.core.deadline import check_deadline
+from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError
+from rag_integration.core.unicode_text import require_valid_text, surrogate_position
+
+
+class Document(NamedTuple):
+    """A validated document; a named tuple because corpora of many thousands are built on every request."""
+
+    doc_id: str
+    text: str
+    metadata: Mapping[str, Any] = MappingProxyType({})
+
+
+def read_documents(raw: Any, option: str) -> list[Document]:
+    """Validate and normalise a list of document dicts; duplicate effective doc_ids are an error, and so is a text or
+    doc_id that is not valid Unicode (``core.unicode_text.InvalidTextError``)."""
+    if isinstance(raw, Corpus):
+        return list(raw)
+    if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Sequence):
+        raise InvalidOptionError(option, raw, "a list of document dicts")
+    documents: list[Document] = []
+    append = documents.append
+    for position, item in enumerate(raw):
+        if not position % READ_CHECK_EVERY:  # reading a huge corpus counts against deadline_ms too
+            check_deadline(f"while reading '{option}' (at document {position} of {len(raw)})")
+        # The common shape, a plain {"doc_id": str, "text": str}, without the general checks' per-item cost.
+        if type(item) is dict and len(item) == 2:
+            doc_id, text = item.get("doc_id"), item.get("text")
+            if (
+                type(doc_id) is str
+                and type(text) is str
+                and surrogate_position(text) is None
+                and surrogate_position(doc_id) is None
+            ):
+                append(Document(doc_id, text))
+                continue
+        append(read_document(item, option, position))
+    doc_ids = [document.doc_id for document in documents]
+    if len(set(doc_ids)) != len(doc_ids):
+        _raise_first_duplicate(doc_ids, option)
+    return documents
+
+
+def _raise_first_duplicate(doc_ids: Sequence[str], option: str) -> None:
+    first_position: dict[str, int] = {}
+    for position, doc_id in enumerate(doc_ids):
+        earlier = first_position.setdefault(doc_id, position)
+        if earlier != position:
+            raise DuplicateDocIdError(option, doc_id, earlier, position)
+
+
+READ_CHECK_EVERY = 4_096
+"""Documents read between two looks at the request's ``deadline_ms``."""
+PASSAGE_ONLY_KEYS = ("score", "rank", "metadata")
+
+
+def read_passages(raw: Any, option: str) -> list[Document]:
+    """Passages (from retrieve or rerank) or plain documents, in the given order.
+
+    An incoming ``score`` and ``rank`` belong to the previous step and are dropped; a passage's ``metadata`` dict
+    is its metadata, merged with any other extra key (a plain document's metadata); a key given both ways with
+    different values, or a ``metadata`` that is not a dict, is an error rather than a silent choice.
+    """
+    documents = read_documents(raw, option)
+    return [
+        Document(document.doc_id, document.text, _own_metadata(document.metadata, f"{option}[{position}]"))
+        for position, document in enumerate(documents)
+    ]
+
+
+def _own_metadata(extra: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    rest = {key: value for key, value in extra.items() if key not in PASSAGE_ONLY_KEYS}
+    if "metadata" not in extra:
+        return MappingProxyType(rest)
+    nested = extra["metadata"]
+    if isinstance(nested, str):  # the JSON text the columnar frameworks carry metadata as (core.contract.schema)
+        nested = _json_object(nested)
+    if not isinstance(nested, Mapping):
+        raise InvalidOptionError(f"{where}.metadata", nested, "a dict of metadata, or its JSON text")
+    for key, value in nested.items():
+        if key in rest and rest[key] != value:
+            raise InvalidOptionError(f"{where}.metadata.{key}", value, f"the same value as the passage's '{key}'")
+    return MappingProxyType({**rest, **nested})
+
+
+def _json_object(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def read_document(item: Any, option: str, position: int) -> Document:
+    if isinstance(item, Document):
+        return item
+    if not isinstance(item, Mapping):
+        raise InvalidOptionError(f"{option}[{position}]", item, "a dict with a 'text' string")
+    text = item.get("text")
+    if not isinstance(text, str):
+        raise InvalidOptionError(f"{option}[{position}].text", text, "a string")
+    require_valid_text(text, f"{option}[{position}].text")
+    raw_id = item.get("doc_id", position)
+    if type(raw_id) is str:
+        doc_id = require_valid_text(raw_id, f"{option}[{position}].doc_id")
+    elif isinstance(raw_id, int) and not isinstance(raw_id, bool):
+        doc_id = int_text(raw_id, f"{option}[{position}].doc_id", "a str or an int")
+    else:
+        raise InvalidOptionError(f"{option}[{position}].doc_id", raw_id, "a str or int")
+    if len(item) == 2 and "doc_id" in item:
+        return Document(doc_id, text)
+    metadata = {key: value for key, value in item.items() if key != "doc_id" and key != "text"}
+    return Document(doc_id, text, MappingProxyType(metadata))
+
+
+def int_text(value: int, option: str, expected: str) -> str:
+    """``str(value)``, or ``InvalidOptionError`` for an int past Python's int/str conversion limit (4,300 digits),
+    where ``str`` raises a bare ``ValueError``."""
+    try:
+        return str(value)
+    except ValueError:
+        raise InvalidOptionError(
+            option, value, f"{expected} of at most {sys.get_int_max_str_digits()} digits"
+        ) from None
+
+
+def corpus_fingerprint(documents: Iterable[Document]) -> str:
+    """A content hash of ids and texts in order: equal fingerprints mean an index can be reused."""
+    if isinstance(documents, Corpus):
+        return documents.fingerprint
+    digest = hashlib.sha256()
+    # Each part is its 8-byte little-endian length, then its UTF-8 bytes; fed in chunks of documents, since one
+    # update call per part costs more than the hashing of a short text.
+    chunk: list[bytes] = []
+    for document in documents:
+        doc_id = document.doc_id.encode("utf-8", "surrogatepass")
+        text = document.text.encode("utf-8", "surrogatepass")
+        chunk += (_LENGTH.pack(len(doc_id)), doc_id, _LENGTH.pack(len(text)), text)
+        if len(chunk) >= _FINGERPRINT_CHUNK:
+            digest.update(b"".join(chunk))
+            chunk.clear()
+    digest.update(b"".join(chunk))
+    return digest.hexdigest()
+
+
+_LENGTH = struct.Struct("<Q")
+_FINGERPRINT_CHUNK = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataFilter:
+    """``{metadata_key: value or list of allowed values}``; a document must satisfy every key."""
+
+    allowed: Mapping[str, tuple[Any, ...]]
+
+    @classmethod
+    def from_option(cls, raw: Any, option: str = "filters") -> MetadataFilter | None:
+        if raw is None:
+            return None
+        if not isinstance(raw, Mapping):
+            raise InvalidOptionError(option, raw, "a dict {metadata_key: value or list of allowed values}")
+        allowed: dict[str, tuple[Any, ...]] = {}
+        for key, value in raw.items():
+            if not isinstance(key, str):
+                raise InvalidOptionError(option, raw, "string metadata keys")
+            values = tuple(value) if isinstance(value, (list, tuple, set, frozenset)) else (value,)
+            if not values:
+                raise InvalidOptionError(f"{option}.{key}", value, "a value or a non-empty list of allowed values")
+            allowed[key] = values
+        return cls(allowed)
+
+    def accepts(self, document: Document) -> bool:
+        for key, values in self.allowed.items():
+            if key not in document.metadata:
+                return False
+            if not any(_same_value(document.metadata[key], value) for value in values):
+                return False
+        return True
+
+    def positions(self, documents: Sequence[Document]) -> list[int]:
+        return [position for position, document in enumerate(documents) if self.accepts(document)]
+
+    def apply(self, documents: Sequence[Document]) -> list[Document]:
+        """The documents that pass, in order: what a family ranks or answers from when ``filters`` is given."""
+        return [document for document in documents if self.accepts(document)]
+
+
+def _same_value(actual: Any, wanted: Any) -> bool:
+    """Equality that does not let True match 1 or 1.0 match True."""
+    if isinstance(actual, bool) != isinstance(wanted, bool):
+        return False
+    try:
+        return bool(actual == wanted)
+    except Exception:
+        return False
+
+
+class Corpus(Sequence[Document]):
+    """A validated, immutable corpus (read-only metadata too) that is cheap to pass through mloda's options.
+
+    mloda deep-copies and hashes a request's options on every run, which for a plain list of 10k document dicts
+    costs more than answering the query. A ``Corpus`` is validated once, deep-copies to itself and shows mloda a
+    one-line repr carrying its content fingerprint; connectors accept it wherever they accept a list.
+    """
+
+    __slots__ = ("_documents", "_fingerprint")
+
+    def __init__(self, documents: Iterable[Any], option: str = "corpus") -> None:
+        iterable = isinstance(documents, Iterable) and not isinstance(documents, (Sequence, Mapping))
+        raw = list(documents) if iterable else documents  # anything else is refused by read_documents, typed
+        self._documents: tuple[Document, ...] = tuple(read_documents(raw, option))
+        self._fingerprint: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            self._fingerprint = corpus_fingerprint(self._documents)
+        return self._fingerprint
+
+    def __len__(self) -> int:
+        return len(self._documents)
+
+    @overload
+    def __getitem__(self, index: int) -> Document: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Document]: ...
+
+    def __getitem__(self, index: int | slice) -> Document | Sequence[Document]:
+        return self._documents[index]
+
+    def __iter__(self) -> Iterator[Document]:
+        return iter(self._documents)
+
+    def __repr__(self) -> str:
+        return f"Corpus({len(self._documents)} documents, sha256 {self.fingerprint})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Corpus) and other.fingerprint == self.fingerprint and other._documents == self._documents
+        )
+
+    def __hash__(self) -> int:
+        return hash(self.fingerprint)
+
+    def __copy__(self) -> Corpus:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Corpus:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        plain = [{"doc_id": doc.doc_id, "text": doc.text, **doc.metadata} for doc in self._documents]
+        return (Corpus, (plain,))

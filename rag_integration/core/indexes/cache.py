@@ -1,0 +1,370 @@
+"""Build each index once: a bounded in-process LRU, optionally backed by a folder on disk.
+
+An index is keyed by (backend, backend settings, corpus fingerprint), so a changed corpus or
+setting is a different key and can never be served a stale index. An index built elsewhere (on a Spark
+driver, say) can be shipped pickled and ``install``-ed under its key, so a worker never builds it again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import pickle
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
+from rag_integration.core.indexes.store import (
+    StoreClaim,
+    live_version_name,
+    load_version,
+    pointer_state,
+    read_store,
+    verified_version,
+    write_store,
+)
+from rag_integration.core.progress import step
+
+LOGGER = logging.getLogger(__name__)
+DEFAULT_CAPACITY = 8
+DEFAULT_MAX_BYTES = 2 * 1024**3
+ENTRIES_VARIABLE = "RAG_INDEX_CACHE_ENTRIES"
+BYTES_VARIABLE = "RAG_INDEX_CACHE_BYTES"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexKey:
+    backend: str
+    settings: str
+    corpus_fingerprint: str
+
+    @classmethod
+    def of(cls, backend: str, settings: Any, corpus_fingerprint: str) -> IndexKey:
+        """The key for index settings given as a frozen dataclass (or a plain mapping), as canonical JSON."""
+        if dataclasses.is_dataclass(settings) and not isinstance(settings, type):
+            fields = dataclasses.asdict(settings)
+        elif isinstance(settings, Mapping):
+            fields = dict(settings)
+        else:
+            raise TypeError(f"index settings must be a dataclass instance or a mapping, got {type(settings).__name__}")
+        return cls(backend, json.dumps(fields, sort_keys=True, default=str), corpus_fingerprint)
+
+    def folder_name(self) -> str:
+        digest = hashlib.sha256(f"{self.backend}\0{self.settings}\0{self.corpus_fingerprint}".encode()).hexdigest()
+        return f"{self.backend}-{digest[:20]}"
+
+    def claim(self) -> StoreClaim:
+        """What a persisted index under this key must say it holds (``core.indexes.store``)."""
+        return StoreClaim(self.backend, json.loads(self.settings), self.corpus_fingerprint)
+
+
+@dataclass
+class CacheStats:
+    builds: int = 0
+    loads: int = 0
+    hits: int = 0
+    installs: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _StoredMark:
+    """The store version last verified (or written) for a key and the ``CURRENT`` state that named it."""
+
+    version: str
+    pointer: tuple[int, int, int]
+
+
+@dataclass(slots=True)
+class _KeyLock:
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    users: int = 0
+
+
+_MISSING = object()
+
+
+class IndexCache:
+    """Process-wide LRU of built indexes, bounded by ``capacity`` entries and ``max_bytes`` (each index's
+    ``approximate_bytes``, measured once when it is kept); ``capacity`` 0 disables in-memory reuse. An index larger
+    than ``max_bytes`` alone is used by its request and not kept.
+
+    The cache lock guards only the dictionaries: building, loading, saving and measuring run outside it under a
+    lock of their key, so a cold build never blocks another key's hits and one key is never built twice at once."""
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self._entries: OrderedDict[IndexKey, Any] = OrderedDict()
+        self._sizes: dict[IndexKey, int] = {}
+        self._marks: dict[IndexKey, _StoredMark] = {}
+        self._key_locks: dict[IndexKey, _KeyLock] = {}
+        self._lock = threading.RLock()
+        self.capacity = capacity
+        self.max_bytes = max_bytes
+        self.stats = CacheStats()
+
+    def resize(self, capacity: int, max_bytes: int | None = None) -> None:
+        with self._lock:
+            self.capacity = capacity
+            if max_bytes is not None:
+                self.max_bytes = max_bytes
+            self._evict()
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self._sizes.values())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._sizes.clear()
+            self._marks.clear()
+            self.stats = CacheStats()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: IndexKey) -> bool:
+        return key in self._entries
+
+    def get_or_build(
+        self,
+        key: IndexKey,
+        build: Callable[[], Any],
+        *,
+        index_dir: str | os.PathLike[str] | None = None,
+        save: Callable[[Any, Path], None] | None = None,
+        load: Callable[[Path], Any] | None = None,
+    ) -> Any:
+        """The index for ``key``: from memory, else loaded from ``index_dir``, else built (and saved there). A stored
+        index that fails its checks (``IndexMismatchError``) is logged, rebuilt and written again. On a hit the store
+        is checked again (and written again if it changed) only when its ``CURRENT`` file changed."""
+        folder = Path(index_dir) / key.folder_name() if index_dir is not None else None
+        index = self._hit(key)
+        if index is not _MISSING:
+            if folder is not None and save is not None:
+                self._keep_stored(key, folder, index, save)
+            return index
+        with self._key_lock(key):
+            index = self._hit(key)
+            if index is not _MISSING:
+                return index
+            index, mark = None, None
+            if folder is not None and load is not None:
+                with step(f"loading the {key.backend} index from {folder}"):
+                    index, mark = _load(folder, key, load)
+            if index is not None:
+                with self._lock:
+                    self.stats.loads += 1
+            else:
+                with step(f"building the {key.backend} index"):
+                    index = build()
+                with self._lock:
+                    self.stats.builds += 1
+                if folder is not None and save is not None:
+                    mark = _save(folder, key, index, save)
+            self._remember(key, index, mark)
+            return index
+
+    def get_or_load(self, key: IndexKey, load: Callable[[], Any]) -> Any:
+        """The index for ``key`` from memory, else read by ``load`` from a folder this cache does not manage (a
+        vector store written by the pipeline): counted as a load, since nothing is built."""
+        index = self._hit(key)
+        if index is not _MISSING:
+            return index
+        with self._key_lock(key):
+            index = self._hit(key)
+            if index is not _MISSING:
+                return index
+            index = load()
+            with self._lock:
+                self.stats.loads += 1
+            self._remember(key, index)
+            return index
+
+    def install(self, key: IndexKey, index: Any) -> None:
+        """Put an index built elsewhere (unpickled on a Spark executor) under ``key``; counted in ``installs``,
+        never as a build. With ``capacity`` 0 nothing is kept, as for a built index."""
+        with self._lock:
+            self.stats.installs += 1
+        self._remember(key, index)
+
+    def _hit(self, key: IndexKey) -> Any:
+        with self._lock:
+            if key not in self._entries:
+                return _MISSING
+            self._entries.move_to_end(key)
+            self.stats.hits += 1
+            return self._entries[key]
+
+    @contextlib.contextmanager
+    def _key_lock(self, key: IndexKey) -> Iterator[None]:
+        with self._lock:
+            slot = self._key_locks.setdefault(key, _KeyLock())
+            slot.users += 1
+        try:
+            with slot.lock:
+                yield
+        finally:
+            with self._lock:
+                slot.users -= 1
+                if slot.users == 0:
+                    del self._key_locks[key]
+
+    def _keep_stored(self, key: IndexKey, folder: Path, index: Any, save: Callable[[Any, Path], None]) -> None:
+        """Write a kept index to its store again when the store no longer holds it intact; the store is verified
+        (listed and hashed) only when ``CURRENT`` changed since it was last verified or written.
+
+        Best effort: the query is answered from the index in memory, so a store that cannot be written now (another
+        process deleting ``index_dir`` mid-write, a full disk) is logged and tried again on the next hit instead of
+        failing a query that does not need the folder. A folder that cannot be written on a cold build still fails
+        that request (``get_or_build``), since there the request's ``index_dir`` is what is wrong."""
+        with self._lock:
+            mark = self._marks.get(key)
+        if mark is not None and pointer_state(folder) == mark.pointer:
+            return
+        with self._key_lock(key):
+            state = pointer_state(folder)
+            version = verified_version(folder)
+            if version is not None and version.claim.same_as(key.claim()):
+                new_mark = _mark(folder, version.name, state)
+            else:
+                try:
+                    new_mark = _save(folder, key, index, save)
+                except Exception as error:  # any library's write error: the answer does not depend on the store
+                    LOGGER.warning(
+                        "index_dir: could not store the index again in %s (answering from memory, will retry): %s: %s",
+                        folder,
+                        type(error).__name__,
+                        error,
+                    )
+                    new_mark = None
+            with self._lock:
+                if key in self._entries:
+                    self._set_mark(key, new_mark)
+
+    def _remember(self, key: IndexKey, index: Any, mark: _StoredMark | None = None) -> None:
+        if self.capacity <= 0:
+            return
+        size = approximate_bytes(index)
+        with self._lock:
+            if size > self.max_bytes or self.capacity <= 0:
+                return
+            self._entries[key] = index
+            self._sizes[key] = size
+            self._set_mark(key, mark)
+            self._entries.move_to_end(key)
+            self._evict()
+
+    def _set_mark(self, key: IndexKey, mark: _StoredMark | None) -> None:
+        if mark is None:
+            self._marks.pop(key, None)
+        else:
+            self._marks[key] = mark
+
+    def _evict(self) -> None:
+        while self._entries and (len(self._entries) > self.capacity or self.total_bytes > self.max_bytes):
+            key, _ = self._entries.popitem(last=False)
+            self._sizes.pop(key, None)
+            self._marks.pop(key, None)
+
+
+class _ByteCounter:
+    """A write-only sink that counts what a pickler writes, so measuring an index never holds a second copy of it."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def write(self, chunk: Any) -> int:
+        size = memoryview(chunk).nbytes
+        self.count += size
+        return size
+
+
+def approximate_bytes(index: Any) -> int:
+    """An index's size: its own ``nbytes`` when it has one (the arrays it holds, measured without copying), else
+    its pickle counted as it is written rather than built in memory; an object that does not pickle counts its
+    shallow size."""
+    own = getattr(index, "nbytes", None)
+    if type(own) is int and own >= 0:
+        return own
+    counter = _ByteCounter()
+    try:
+        pickle.Pickler(counter, protocol=pickle.HIGHEST_PROTOCOL).dump(index)
+    except Exception:
+        return sys.getsizeof(index)
+    return counter.count
+
+
+def _mark(folder: Path, version: str, state: tuple[int, int, int] | None) -> _StoredMark | None:
+    """A mark for ``version`` when ``CURRENT`` still names it and has not changed since ``state`` was taken."""
+    if state is None or live_version_name(folder) != version or pointer_state(folder) != state:
+        return None
+    return _StoredMark(version, state)
+
+
+def _load(folder: Path, key: IndexKey, load: Callable[[Path], Any]) -> tuple[Any, _StoredMark | None]:
+    """The index stored in ``folder`` and its mark, or None when there is none or it fails a check (logged: it is
+    rebuilt)."""
+
+    def check(claim: StoreClaim) -> None:
+        if not claim.same_as(key.claim()):
+            raise IndexMismatchError("index_dir", str(folder), f"the index of this request ({key.backend})")
+
+    state = pointer_state(folder)
+    try:
+        found = read_store(folder, check, lambda version: load_version(version, load))
+    except IndexMismatchError as error:
+        LOGGER.warning(
+            "index_dir: the stored %s index is unusable, rebuilding it from the corpus: %s", key.backend, error
+        )
+        return None, None
+    if found is None:
+        return None, None
+    return found[1], _mark(folder, found[0].name, state)
+
+
+def _save(folder: Path, key: IndexKey, index: Any, save: Callable[[Any, Path], None]) -> _StoredMark | None:
+    version = write_store(folder, key.claim(), lambda staging: save(index, staging))
+    return _mark(folder, version, pointer_state(folder))
+
+
+def configure_index_cache(*, max_entries: int | None = None, max_bytes: int | None = None) -> None:
+    """Bound the process-wide index cache: at most ``max_entries`` indexes (0: keep none) and ``max_bytes`` of them.
+
+    A process setting, not a request option: every request in the process shares the cache. A bound left out keeps
+    its value; at import the bounds come from ``RAG_INDEX_CACHE_ENTRIES`` / ``RAG_INDEX_CACHE_BYTES`` when set
+    (defaults 8 entries and 2 GiB). Shrinking evicts the least recently used indexes at once.
+    """
+    entries = INDEX_CACHE.capacity if max_entries is None else _bound("max_entries", max_entries)
+    size = None if max_bytes is None else _bound("max_bytes", max_bytes)
+    INDEX_CACHE.resize(entries, size)
+
+
+def _bound(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidOptionError(name, value, "an int >= 0")
+    return value
+
+
+def _bound_from_environment(variable: str, default: int) -> int:
+    raw = os.environ.get(variable)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return _bound(variable, int(raw.strip()))
+    except ValueError as error:
+        raise InvalidOptionError(variable, raw, "an int >= 0 (environment variable)") from error
+
+
+INDEX_CACHE = IndexCache(
+    _bound_from_environment(ENTRIES_VARIABLE, DEFAULT_CAPACITY),
+    _bound_from_environment(BYTES_VARIABLE, DEFAULT_MAX_BYTES),
+)

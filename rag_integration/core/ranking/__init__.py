@@ -1,0 +1,1 @@
+"""Turning scored hits into ranked passage rows, and fusing rankings."""

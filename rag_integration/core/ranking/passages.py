@@ -1,0 +1,166 @@
+"""Passage rows and the one ranking routine that turns scored hits into them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rag_integration.core.documents.corpus import Document, MetadataFilter
+from rag_integration.core.errors import RankingContractError
+
+Hits = list[tuple[int, float]]
+AllowedMask = npt.NDArray[np.bool_] | None
+Search = Callable[[list[str], int, AllowedMask], list[Hits]]
+
+TIE_MARGIN = 10
+"""Hits asked for beyond ``top_k`` in the first search. Ties at a cut are mostly a handful of equally long
+documents, and a library's top-k selection costs about the same for k=20 as for k=11, so this margin settles
+nearly every tie in the first call instead of a second search of the query."""
+
+HITS_PER_CALL = 65_536
+"""Upper bound on the hits one search call is asked for (queries x depth): the hits of a batch are Python objects,
+so a 100,000-query batch is searched in slices instead of holding millions of them at once."""
+
+_score = itemgetter(1)
+
+
+def rank_corpus(
+    documents: Sequence[Document],
+    queries: list[str],
+    top_k: int,
+    search: Search,
+    metadata_filter: MetadataFilter | None = None,
+    return_metadata: bool = False,
+) -> list[list[dict[str, Any]]]:
+    """Passage rows for every query: filter to a mask, search with exact ties, rank; ``search`` is called only
+    when some document can be returned, so a backend never builds an index for nothing.
+
+    Each slice of queries is ranked as soon as it is searched, so only one slice's raw hits are alive at a time.
+    """
+    allowed = None
+    if metadata_filter is not None:
+        allowed = np.zeros(len(documents), dtype=bool)
+        allowed[metadata_filter.positions(documents)] = True
+    rows: list[list[dict[str, Any]]] = [[] for _ in queries]
+    if not documents or (allowed is not None and not allowed.any()):
+        return rows
+    exact = iter_exact_ties(lambda batch, depth: search(batch, depth, allowed), queries, top_k, len(documents))
+    for position, hits in exact:
+        rows[position] = rank_hits(hits, documents, top_k, return_metadata=return_metadata)
+    return rows
+
+
+def rank_hits(
+    hits: Iterable[tuple[int, float]],
+    documents: Sequence[Document],
+    top_k: int,
+    *,
+    positive_only: bool = True,
+    return_metadata: bool = False,
+) -> list[dict[str, Any]]:
+    """Sort ``(position, score)`` hits best first, ties by ascending doc_id, and build rank 1..n rows."""
+    count = len(documents)
+    best: dict[int, float] = {}
+    for position, score in hits:
+        if not 0 <= position < count:
+            raise RankingContractError(f"backend returned document position {position} outside 0..{count - 1}")
+        value = float(score)
+        if not math.isfinite(value):
+            raise RankingContractError(f"backend returned a non-finite score {value} for position {position}")
+        if positive_only and value <= 0.0:
+            continue
+        if position not in best or value > best[position]:
+            best[position] = value
+    candidates = list(best.items())
+    if len(candidates) > top_k:
+        # Only hits scoring at least the top_k-th best score can be returned; doc_ids are looked up for those alone.
+        cut = sorted(best.values(), reverse=True)[top_k - 1]
+        candidates = [hit for hit in candidates if hit[1] >= cut]
+    if len(set(map(_score, candidates))) == len(candidates):
+        ordered = sorted(candidates, key=_score, reverse=True)
+    else:
+        ordered = sorted(candidates, key=lambda hit: (-hit[1], documents[hit[0]].doc_id))
+    rows: list[dict[str, Any]] = []
+    for rank, (position, score) in enumerate(ordered[:top_k], start=1):
+        document = documents[position]
+        row: dict[str, Any] = {"doc_id": document.doc_id, "text": document.text, "score": score, "rank": rank}
+        if return_metadata:
+            row["metadata"] = dict(document.metadata)
+        rows.append(row)
+    return rows
+
+
+def best_positive_hits(
+    scores: npt.NDArray[np.floating[Any]], depth: int, positions: npt.NDArray[np.integer[Any]] | None = None
+) -> Hits:
+    """Up to ``depth`` of the highest positive scores as ``(position, score)`` hits, in no particular order;
+    ``positions`` names each score's document when ``scores`` is a sparse row (by default, its index).
+
+    Only positive scores can be returned, and selecting among them alone is what keeps this fast: numpy's
+    ``argpartition`` runs ~40x slower over a score array that is mostly equal values (the zeros of every
+    document that shares no term with the query) than over the few that are not.
+    """
+    chosen = np.flatnonzero(scores > 0.0)
+    if len(chosen) > depth:
+        chosen = chosen[np.argpartition(-scores[chosen], depth - 1)[:depth]]
+    documents = chosen if positions is None else positions[chosen]
+    return list(zip(documents.tolist(), scores[chosen].tolist(), strict=True))
+
+
+def passage_row(document: Document, score: float, rank: int, return_metadata: bool = False) -> dict[str, Any]:
+    row: dict[str, Any] = {"doc_id": document.doc_id, "text": document.text, "score": float(score), "rank": rank}
+    if return_metadata:
+        row["metadata"] = dict(document.metadata)
+    return row
+
+
+def search_with_exact_ties(
+    search: Callable[[list[str], int], list[Hits]], queries: list[str], top_k: int, candidate_count: int
+) -> list[Hits]:
+    """Every query's hits with each tie at the ``top_k`` cut complete, in query order (see ``iter_exact_ties``).
+
+    Libraries break ties by internal order; the contract breaks them by doc_id, which needs every tied hit.
+    """
+    results: list[Hits] = [[] for _ in queries]
+    for position, hits in iter_exact_ties(search, queries, top_k, candidate_count):
+        results[position] = hits
+    return results
+
+
+def iter_exact_ties(
+    search: Callable[[list[str], int], list[Hits]], queries: list[str], top_k: int, candidate_count: int
+) -> Iterator[tuple[int, Hits]]:
+    """``(query position, hits)`` for every query once its tie at the ``top_k`` cut is complete, in any order.
+
+    The first search asks for ``TIE_MARGIN`` hits beyond ``top_k``; the queries whose last hit still ties the cut
+    are searched again together, at twice the depth per round, so a batch costs O(log candidates) search calls
+    (each at most ``HITS_PER_CALL`` hits wide) however many of its queries tie, never one call per query.
+    """
+    depth = min(top_k + TIE_MARGIN, candidate_count)
+    pending = list(range(len(queries)))
+    while pending:
+        widen: list[int] = []
+        step = max(1, HITS_PER_CALL // depth)
+        for start in range(0, len(pending), step):
+            block = pending[start : start + step]
+            found = search([queries[position] for position in block], depth)
+            for position, hits in zip(block, found, strict=True):
+                if depth < candidate_count and _tie_may_continue(hits, top_k, depth):
+                    widen.append(position)
+                else:
+                    yield position, hits
+        pending = widen
+        depth = min(depth * 2, candidate_count)
+
+
+def _tie_may_continue(hits: Hits, top_k: int, width: int) -> bool:
+    """True when all ``width`` hits came back and the last one still ties the score at the cut."""
+    if len(hits) < width or len(hits) <= top_k:
+        return False
+    scores: list[float] = sorted(map(_score, hits), reverse=True)
+    return scores[top_k - 1] > 0.0 and scores[-1] == scores[top_k - 1]

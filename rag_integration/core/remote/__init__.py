@@ -1,0 +1,1 @@
+"""Clients of remote services: bounded HTTP and the one LLM client."""

@@ -1,0 +1,1 @@
+"""Text analysis written once: words and stopwords, sentences, lexical overlap, grounding checks."""

@@ -1,0 +1,153 @@
+"""The file source treats folders and their files as untrusted: it stays inside each root, follows no link unless
+told to, never descends a symlinked folder or loops, bounds file size, and turns hostile content into typed errors.
+Every case writes its own files into ``tmp_path`` and goes through ``mlodaAPI.run_all``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rag_integration.core.errors import InvalidOptionError, UnsafePathError
+from rag_integration.feature_groups.rag_pipeline import STAGES
+from rag_integration.testing.runner import run_feature
+
+
+def docs(paths: Any, **options: Any) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = run_feature("docs", {"document_source": "files", "paths": paths, **options}, STAGES)
+    return rows
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    folder = tmp_path / "root"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.txt").write_text("alpha", encoding="utf-8")
+    (folder / "sub" / "b.md").write_text("beta", encoding="utf-8")
+    (tmp_path / "secret.txt").write_text("outside the root", encoding="utf-8")
+    return folder
+
+
+def test_a_link_to_a_file_outside_the_folder_is_refused_even_when_links_are_followed(root: Path) -> None:
+    (root / "leak.txt").symlink_to(root.parent / "secret.txt")
+    with pytest.raises(UnsafePathError, match="paths"):
+        docs(str(root))
+    with pytest.raises(UnsafePathError, match="inside"):
+        docs(str(root), follow_symlinks=True)
+    with pytest.raises(UnsafePathError):
+        docs(str(root / "*.txt"), follow_symlinks=True)
+
+
+def test_a_link_to_a_proc_file_is_refused(root: Path) -> None:
+    (root / "status.txt").symlink_to("/proc/self/status")
+    for follow in (False, True):
+        with pytest.raises(UnsafePathError):
+            docs(str(root), follow_symlinks=follow)
+    with pytest.raises(UnsafePathError):
+        docs(str(root / "status.txt"), follow_symlinks=True)
+
+
+def test_links_inside_the_folder_are_read_only_when_followed(root: Path) -> None:
+    (root / "again.txt").symlink_to(root / "a.txt")
+    with pytest.raises(UnsafePathError, match="follow_symlinks"):
+        docs(str(root))
+    rows = docs(str(root), follow_symlinks=True)
+    assert [(row["doc_id"], row["text"]) for row in rows] == [
+        ("a.txt", "alpha"),
+        ("again.txt", "alpha"),
+        ("sub/b.md", "beta"),
+    ]
+
+
+def test_symlinked_folders_are_not_descended_and_loops_end(root: Path, caplog: pytest.LogCaptureFixture) -> None:
+    outside = root.parent / "elsewhere"
+    outside.mkdir()
+    (outside / "c.txt").write_text("gamma", encoding="utf-8")
+    (root / "linked").symlink_to(outside, target_is_directory=True)
+    (root / "sub" / "loop").symlink_to(root, target_is_directory=True)
+    with caplog.at_level(logging.WARNING, logger="rag_integration.core.documents.files"):
+        for paths in (str(root), str(root / "**" / "*.*"), str(root / "**")):
+            assert [row["doc_id"] for row in docs(paths, follow_symlinks=True)] in (
+                ["a.txt", "sub/b.md"],
+                ["a.txt", "b.md"],
+            )
+    assert "symlinked folder" in caplog.text and "linked" in caplog.text
+
+
+def test_globs_match_like_glob(root: Path) -> None:
+    (root / ".hidden.txt").write_text("hidden", encoding="utf-8")
+    (root / "sub" / "deeper").mkdir()
+    (root / "sub" / "deeper" / "d.txt").write_text("delta", encoding="utf-8")
+    assert [row["text"] for row in docs(str(root / "*.txt"))] == ["alpha"]
+    assert [row["text"] for row in docs(str(root / "**" / "*.txt"))] == ["alpha", "delta"]
+    assert [row["text"] for row in docs(str(root / "sub" / "*" / "?.txt"))] == ["delta"]
+    assert [row["text"] for row in docs(str(root / ".*.txt"))] == ["hidden"]
+
+
+def test_files_skipped_for_their_type_are_logged(root: Path, caplog: pytest.LogCaptureFixture) -> None:
+    (root / "image.png").write_bytes(b"\x89PNG")
+    with caplog.at_level(logging.INFO, logger="rag_integration.core.documents.files"):
+        assert len(docs(str(root))) == 2
+    assert "skipped 1 file" in caplog.text and "image.png" in caplog.text
+
+
+def test_a_file_over_the_size_limit_is_refused(root: Path) -> None:
+    (root / "big.txt").write_text("x" * 100, encoding="utf-8")
+    with pytest.raises(InvalidOptionError, match="max_file_bytes"):
+        docs(str(root), max_file_bytes=50)
+    assert len(docs(str(root), max_file_bytes=100)) == 3
+    with pytest.raises(InvalidOptionError, match="max_file_bytes"):
+        docs(str(root), max_file_bytes=0)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_fifo_is_refused_without_blocking(root: Path) -> None:
+    os.mkfifo(root / "pipe.txt")
+    with pytest.raises(UnsafePathError, match="regular file"):
+        docs(str(root))
+
+
+def test_a_read_error_is_typed(root: Path) -> None:
+    (root / "gone.txt").symlink_to(root / "deleted.txt")
+    with pytest.raises(InvalidOptionError, match="readable file"):
+        docs(str(root), follow_symlinks=True)
+
+
+@pytest.mark.parametrize("depth", [65, 5_000, 200_000])
+def test_deeply_nested_jsonl_is_a_typed_error(tmp_path: Path, depth: int) -> None:
+    line = '{"text": "t", "deep": ' + "[" * depth + "]" * depth + "}"
+    (tmp_path / "deep.jsonl").write_text(line + "\n", encoding="utf-8")
+    with pytest.raises(InvalidOptionError, match=r"deep\.jsonl:1.*nested"):
+        docs(str(tmp_path))
+
+
+def test_moderately_nested_jsonl_is_read(tmp_path: Path) -> None:
+    (tmp_path / "ok.jsonl").write_text(json.dumps({"text": "t", "deep": [[[{"a": [1]}]]]}) + "\n", encoding="utf-8")
+    assert docs(str(tmp_path))[0]["deep"] == [[[{"a": [1]}]]]
+
+
+def test_a_5000_digit_integer_is_a_typed_error(tmp_path: Path) -> None:
+    (tmp_path / "big.jsonl").write_text('{"text": "t", "n": ' + "9" * 5000 + "}\n", encoding="utf-8")
+    with pytest.raises(InvalidOptionError, match=r"big\.jsonl:1"):
+        docs(str(tmp_path))
+
+
+def test_a_csv_field_over_128_kib_is_a_typed_error(tmp_path: Path) -> None:
+    (tmp_path / "wide.csv").write_text("doc_id,text\nd1," + "x" * (128 * 1024 + 1) + "\n", encoding="utf-8")
+    with pytest.raises(InvalidOptionError, match=r"wide\.csv.*field"):
+        docs(str(tmp_path))
+
+
+def test_a_globs_files_are_named_by_their_path_inside_its_folder(tmp_path: Path) -> None:
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "README.md").write_text(f"about {folder}", encoding="utf-8")
+        (tmp_path / folder / "notes.jsonl").write_text(json.dumps({"text": f"note {folder}"}) + "\n", encoding="utf-8")
+    rows = docs(str(tmp_path / "**" / "*.*"))
+    assert [row["doc_id"] for row in rows] == [row["doc_id"] for row in docs(str(tmp_path))]
+    assert len({row["doc_id"] for row in rows}) == 4
+    assert "a/README.md" in {row["doc_id"] for row in rows}
