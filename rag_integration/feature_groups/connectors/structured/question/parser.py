@@ -412,9 +412,9 @@ class Parser(Cursor):
             phrase = self._match(phrases)
             if phrase is not None:
                 return self._parse_text_match(column, pattern, phrase)
-        if self._match(phrases.BETWEEN):
+        if self._match("between"):
             low = self._ordered_condition(column, ">=", "between").values[0]
-            if not self._match(phrases.RANGE_JOINERS):
+            if not self._match("and", "to"):
                 self._fail(f"expected 'and' in '{column.name} between ... and ...'")
             return Condition(column.name, "between", (low, self._ordered_condition(column, "<=", "between").values[0]))
         for operator, phrases in COMPARATIVES.items():
@@ -423,7 +423,7 @@ class Parser(Cursor):
                 return self._ordered_condition(column, operator, phrase)
         if column.type == "date" and self._match(DATE_RANGES):
             return self._ordered_condition(column, "=", "in")
-        if column.type == "text" and self._match(phrases.ONE_OF):
+        if column.type == "text" and self._match("in", "one of", "any of"):
             said_is = True
         if said_is:
             return self._parse_equality(column, negated)
@@ -497,7 +497,7 @@ class Parser(Cursor):
             condition = self._ordered_condition(column, "=", "in")
             return self._negated(condition) if negated else condition
         before_article = self.index
-        self._match(phrases.THE)
+        self._match("the")
         found = self._parse_stored_value(None)
         if found is None:
             self._retreat(before_article)
@@ -542,19 +542,19 @@ class Parser(Cursor):
     def _parse_top(self) -> tuple[int, ColumnSpec, bool] | None:
         """ "top 3 by salary" (highest first), "bottom 3 by salary", "the 3 cheapest products"."""
         start = self.index
-        self._match(phrases.COMMA)
-        word = self._match(phrases.TOP)
+        self._match(",")
+        word = self._match("top", "bottom")
         if word is not None:
             self._require("top", word)
             count = self._parse_int(word)
             self._skip_table_words()
-            if self._match(phrases.BY):
+            if self._match("by"):
                 return count, self._require_column(f"{word} {count} by"), word == "top"
             extreme = self._parse_superlative()
             if extreme is None:
                 self._fail(f"'{word} N' needs 'by <column>'")
             return count, extreme[0], extreme[1] if word == "top" else not extreme[1]
-        self._match(phrases.THE)
+        self._match("the")
         token = self._peek()
         if token is not None and token.kind == "number":
             count = self._parse_int("the")
@@ -723,7 +723,7 @@ class Parser(Cursor):
         if of and not named and owner is None and top is None:
             owner = self._parse_owner()
         before = self.index
-        if shown and not named and self._match(phrases.HAVE) and not self._skip_table_words():
+        if shown and not named and self._match("have", "has", "with") and not self._skip_table_words():
             self._retreat(before)
         where = ((owner,),) if owner is not None else ()
         extreme = self._parse_extreme()
@@ -810,19 +810,19 @@ class Parser(Cursor):
         start = before = self.index
         columns: list[ColumnSpec] = []
         plural = True
-        while not self._table_word_ahead() and (found := self._read_column()) is not None:
+        while not self._table_word_ahead() and (found := self._parse_column()) is not None:
             self.question.check_deadline()
             columns.append(found[0])
             plural = plural and found[1]
             before = self.index
-            if not self._match(phrases.COLUMN_JOINERS):
+            if not self._match(",", "and", ", and"):
                 break
         else:
             self._retreat(before)
         if not columns or self._comparison_ahead(columns[-1]):
             self._retreat(start)
             return (), False, False
-        of = self._match(phrases.OWNER_LINKS) is not None
+        of = self._match("of", "for", "from") is not None
         return tuple(dict.fromkeys(columns)), plural, of
 
     def _order(self, shown: tuple[ColumnSpec, ...], column: ColumnSpec, descending: bool) -> tuple[OrderKey, ...]:
