@@ -13,6 +13,7 @@ from rag_integration.feature_groups.connectors.structured.question.phrases impor
     COMPARATIVE_OR_BETWEEN,
     COMPARISONS,
     DATE_COMPARISONS,
+    OF,
     Phrases,
 )
 from rag_integration.feature_groups.connectors.structured.question.tokens import Token, tokenize
@@ -64,13 +65,12 @@ class Cursor:
     def _retreat(self, index: int) -> None:
         self.index = index
 
-    def _match(self, *phrases: str | Phrases) -> str | None:
-        """Consume the longest of ``phrases`` (one phrase table, or a few literal phrases) that the next tokens
-        spell, case-insensitively, and return it."""
+    def _match(self, table: Phrases) -> str | None:
+        """Consume the longest phrase of ``table`` that the next tokens spell, case-insensitively, and return it;
+        the table's first-word index was built with it, so this is a dict lookup and a few comparisons."""
         token = self._peek()
         if token is None:
             return None
-        table = phrases[0] if len(phrases) == 1 and isinstance(phrases[0], Phrases) else Phrases(*phrases)
         for phrase, keys in table.by_first_word.get(token.key, ()):
             if all(
                 (token := self._peek(offset)) is not None and token.key == key
@@ -80,9 +80,9 @@ class Cursor:
                 return phrase
         return None
 
-    def _ahead(self, *phrases: str | Phrases) -> bool:
+    def _ahead(self, table: Phrases) -> bool:
         start = self.index
-        found = self._match(*phrases) is not None
+        found = self._match(table) is not None
         self._retreat(start)
         return found
 
@@ -154,7 +154,7 @@ class Cursor:
     def _skip_of_before_comparison(self) -> None:
         """ "a rating of at least 3", "a price of under 10": the "of" joining a noun to its comparison."""
         start = self.index
-        if self._match("of") and not self._ahead(COMPARATIVE_OR_BETWEEN):
+        if self._match(OF) and not self._ahead(COMPARATIVE_OR_BETWEEN):
             self._retreat(start)
 
     def _column_comparison_ahead(self) -> bool:

@@ -339,9 +339,9 @@ class Parser(Cursor):
             phrase = self._match(group)
             if phrase is not None:
                 return self._parse_text_match(column, pattern, phrase)
-        if self._match("between"):
+        if self._match(phrases.BETWEEN):
             low = self._ordered_condition(column, ">=", "between").values[0]
-            if not self._match("and", "to"):
+            if not self._match(phrases.RANGE_JOINERS):
                 self._fail(f"expected 'and' in '{column.name} between ... and ...'")
             return Condition(column.name, "between", (low, self._ordered_condition(column, "<=", "between").values[0]))
         for operator, group in phrases.COMPARATIVES.items():
@@ -350,7 +350,7 @@ class Parser(Cursor):
                 return self._ordered_condition(column, operator, phrase)
         if column.type == "date" and self._match(phrases.DATE_RANGES):
             return self._ordered_condition(column, "=", "in")
-        if column.type == "text" and self._match("in", "one of", "any of"):
+        if column.type == "text" and self._match(phrases.ONE_OF):
             said_is = True
         if said_is:
             return self._parse_equality(column, negated)
@@ -424,7 +424,7 @@ class Parser(Cursor):
             condition = self._ordered_condition(column, "=", "in")
             return self._negated(condition) if negated else condition
         before_article = self.index
-        self._match("the")
+        self._match(phrases.THE)
         found = self._parse_stored_value(None)
         if found is None:
             self._retreat(before_article)
@@ -454,7 +454,7 @@ class Parser(Cursor):
 
     def _parse_order(self) -> tuple[ColumnSpec, bool] | None:
         start = self.index
-        self._match(",")
+        self._match(phrases.COMMA)
         phrase = self._match(phrases.ORDER_WORDS)
         if phrase is None:
             self._retreat(start)
@@ -469,19 +469,19 @@ class Parser(Cursor):
     def _parse_top(self) -> tuple[int, ColumnSpec, bool] | None:
         """ "top 3 by salary" (highest first), "bottom 3 by salary", "the 3 cheapest products"."""
         start = self.index
-        self._match(",")
-        word = self._match("top", "bottom")
+        self._match(phrases.COMMA)
+        word = self._match(phrases.TOP_OR_BOTTOM)
         if word is not None:
             self._require("top", word)
             count = self._parse_int(word)
             self._skip_table_words()
-            if self._match("by"):
+            if self._match(phrases.BY):
                 return count, self._require_column(f"{word} {count} by"), word == "top"
             extreme = self._parse_superlative()
             if extreme is None:
                 self._fail(f"'{word} N' needs 'by <column>'")
             return count, extreme[0], extreme[1] if word == "top" else not extreme[1]
-        self._match("the")
+        self._match(phrases.THE)
         token = self._peek()
         if token is not None and token.kind == "number":
             count = self._parse_int("the")
@@ -495,14 +495,14 @@ class Parser(Cursor):
     def _parse_superlative(self) -> tuple[ColumnSpec, bool] | None:
         """ "the highest salary", "the oldest", "the most expensive", "earns the most": a column and its direction."""
         start = self.index
-        self._match("the")
+        self._match(phrases.THE)
         word = self._match(phrases.HIGH_OR_LOW)
         if word is not None:
             column = self._column()
             if column is not None:
                 return column, word in phrases.HIGH
             self._retreat(start)
-            self._match("the")
+            self._match(phrases.THE)
         adjective = self._match(phrases.SUPERLATIVE_PHRASES)
         if adjective is not None:
             for hints, descending, kind in phrases.SUPERLATIVES[adjective]:
@@ -600,7 +600,7 @@ class Parser(Cursor):
     def _parse_aggregate(self) -> QueryPlan | Staged | None:
         """ "average salary per department", "what is the median salary", "total salary of employees in sales"."""
         self._match(phrases.AGGREGATE_LEADS)
-        self._match("the")
+        self._match(phrases.THE)
         phrase = self._match(phrases.AGGREGATE_PHRASES)
         if phrase is None:
             return None
@@ -650,7 +650,7 @@ class Parser(Cursor):
         if of and not named and owner is None and top is None:
             owner = self._parse_owner()
         before = self.index
-        if shown and not named and self._match("have", "has", "with") and not self._skip_table_words():
+        if shown and not named and self._match(phrases.HAVE) and not self._skip_table_words():
             self._retreat(before)
         where = ((owner,),) if owner is not None else ()
         extreme = self._parse_extreme()
@@ -742,14 +742,14 @@ class Parser(Cursor):
             columns.append(found[0])
             plural = plural and found[1]
             before = self.index
-            if not self._match(",", "and", ", and"):
+            if not self._match(phrases.COLUMN_JOINERS):
                 break
         else:
             self._retreat(before)
         if not columns or self._comparison_ahead(columns[-1]):
             self._retreat(start)
             return (), False, False
-        of = self._match("of", "for", "from") is not None
+        of = self._match(phrases.OWNER_LINKS) is not None
         return tuple(dict.fromkeys(columns)), plural, of
 
     def _order(self, shown: tuple[ColumnSpec, ...], column: ColumnSpec, descending: bool) -> tuple[OrderKey, ...]:
