@@ -1,9 +1,8 @@
-"""The parser's input and its cursor: a question's tokens, matched phrase by phrase with retreat on a miss."""
+"""The parser's input and its cursor: a question's tokens, matched phrase by phrase with retreat on a miss, and
+the column lookups at the cursor (the column named next, whether a comparison follows it) every construct shares."""
 
 from __future__ import annotations
 
-import datetime
-import math
 from collections.abc import Collection
 from typing import NoReturn
 
@@ -11,16 +10,14 @@ from rag_integration.core.deadline import Budget
 from rag_integration.feature_groups.connectors.structured.question.constructs import NOUNS
 from rag_integration.feature_groups.connectors.structured.question.lexicon import PLANNING, Lexicon
 from rag_integration.feature_groups.connectors.structured.question.phrases import (
-    MONTHS,
-    NUMBER_WORD_PHRASES,
-    NUMBER_WORDS,
+    COMPARATIVE_OR_BETWEEN,
+    COMPARISONS,
+    DATE_COMPARISONS,
+    OF,
     Phrases,
 )
-from rag_integration.feature_groups.connectors.structured.question.tokens import Token, number_value, tokenize
-from rag_integration.feature_groups.connectors.structured.sql.columns import INT64, is_iso_date
-
-MAX_LIMIT = 1_000_000
-"""Largest N of 'top N' and of a LIMIT."""
+from rag_integration.feature_groups.connectors.structured.question.tokens import Token, tokenize
+from rag_integration.feature_groups.connectors.structured.sql.columns import ColumnSpec
 
 
 class NotUnderstood(Exception):
@@ -68,13 +65,12 @@ class Cursor:
     def _retreat(self, index: int) -> None:
         self.index = index
 
-    def _match(self, *phrases: str | Phrases) -> str | None:
-        """Consume the longest of ``phrases`` (one phrase table, or a few literal phrases) that the next tokens
-        spell, case-insensitively, and return it."""
+    def _match(self, table: Phrases) -> str | None:
+        """Consume the longest phrase of ``table`` that the next tokens spell, case-insensitively, and return it;
+        the table's first-word index was built with it, so this is a dict lookup and a few comparisons."""
         token = self._peek()
         if token is None:
             return None
-        table = phrases[0] if len(phrases) == 1 and isinstance(phrases[0], Phrases) else Phrases(*phrases)
         for phrase, keys in table.by_first_word.get(token.key, ()):
             if all(
                 (token := self._peek(offset)) is not None and token.key == key
@@ -84,9 +80,9 @@ class Cursor:
                 return phrase
         return None
 
-    def _ahead(self, *phrases: str | Phrases) -> bool:
+    def _ahead(self, table: Phrases) -> bool:
         start = self.index
-        found = self._match(*phrases) is not None
+        found = self._match(table) is not None
         self._retreat(start)
         return found
 
@@ -97,47 +93,79 @@ class Cursor:
         if construct not in self.constructs:
             self._fail(f"{phrase!r} asks for {NOUNS[construct]}, which this backend does not compute")
 
-    # Literals: numbers, whole numbers and the days a date, year or month stands for.
+    # Columns named at the cursor, and whether a comparison follows.
 
-    def _parse_number(self, after: str) -> int | float:
-        token = self._peek()
-        if token is None or token.kind != "number":
-            self._fail(f"expected a number after {after!r}")
-        self.index += 1
-        number = number_value(token.text)
-        word = self._match(NUMBER_WORD_PHRASES)
-        if word:
-            number = number * NUMBER_WORDS[word]
-        if isinstance(number, float) and not math.isfinite(number):
-            self._fail(f"{token.text} is outside the range SQLite stores")
-        if isinstance(number, int) and not INT64[0] <= number <= INT64[1]:
-            self._fail(f"{token.text} is outside the range SQLite stores")
-        return number
-
-    def _parse_int(self, after: str) -> int:
-        token = self._peek()
-        number = self._parse_number(after)
-        if not isinstance(number, int) or not 1 <= number <= MAX_LIMIT or token is None or "." in token.text:
-            self._fail(f"expected a whole number between 1 and {MAX_LIMIT} after {after!r}")
-        return number
-
-    def _parse_dates(self) -> tuple[str, str] | None:
-        """The first and last day an ISO date, a year ("2020") or a month ("March 2021") stands for."""
-        token = self._peek()
-        if token is None:
-            return None
-        if is_iso_date(token.value) and token.kind in ("date", "quoted"):
+    def _skip_words(self, words: Collection[str]) -> list[str]:
+        """Pass over filler ``words``, but never a column that a comparison follows ("where a is x" has column a)."""
+        skipped: list[str] = []
+        while (token := self._peek()) is not None and token.key in words and not self._column_comparison_ahead():
+            skipped.append(token.key)
             self.index += 1
-            return token.value, token.value
-        month = MONTHS.get(token.key)
-        year_token = self._peek(1 if month else 0)
-        if year_token is None or year_token.kind != "number" or not year_token.text.isdigit():
+        return skipped
+
+    def _table_word_ahead(self) -> bool:
+        token = self._peek()
+        return token is not None and token.key in self.lexicon.table_words
+
+    def _skip_table_words(self) -> bool:
+        skipped = self._skip_words(self.lexicon.table_words | {"the", "all", "of", "every"})
+        return bool(set(skipped) & self.lexicon.table_words)
+
+    def _read_column(self) -> tuple[ColumnSpec, bool] | None:
+        """The column named next, by its name or words, singular or plural (longest match), and whether plural."""
+        first = self._peek()
+        best = None
+        for spelling in self.lexicon.spellings.get(first.key if first else "", ()):
+            if (best is None or len(spelling.words) > len(best.words)) and all(
+                (token := self._peek(offset)) is not None and token.key == word
+                for offset, word in enumerate(spelling.words)
+            ):
+                best = spelling
+        if best is None:
             return None
-        if len(year_token.text) != 4 or not 1000 <= int(year_token.text) <= 9999:
-            return None
-        year = int(year_token.text)
-        self.index += 2 if month else 1
-        if month is None:
-            return f"{year}-01-01", f"{year}-12-31"
-        following = datetime.date(year + month // 12, month % 12 + 1, 1)
-        return datetime.date(year, month, 1).isoformat(), (following - datetime.timedelta(days=1)).isoformat()
+        self.index += len(best.words)
+        return best.column, best.plural
+
+    def _column(self) -> ColumnSpec | None:
+        found = self._read_column()
+        return None if found is None else found[0]
+
+    def _require_column(self, after: str, filler: Collection[str] = ()) -> ColumnSpec:
+        start = self.index
+        self._skip_words(filler)
+        column = self._column()
+        if column is None and self.index != start:
+            self._retreat(start)
+            column = self._column()
+        if column is None:
+            names = ", ".join(column.name for column in self.table.columns)
+            self._fail(f"expected a column after {after!r}, one of: {names}")
+        return column
+
+    def _comparison_ahead(self, column: ColumnSpec) -> bool:
+        """True when the next words compare ``column`` ("over", "is", "starts with", "of at least"), without
+        consuming them."""
+        start = self.index
+        self._skip_of_before_comparison()
+        found = self._ahead(DATE_COMPARISONS if column.type == "date" else COMPARISONS)
+        self._retreat(start)
+        return found
+
+    def _skip_of_before_comparison(self) -> None:
+        """ "a rating of at least 3", "a price of under 10": the "of" joining a noun to its comparison."""
+        start = self.index
+        if self._match(OF) and not self._ahead(COMPARATIVE_OR_BETWEEN):
+            self._retreat(start)
+
+    def _column_comparison_ahead(self) -> bool:
+        start = self.index
+        column = self._column()
+        found = column is not None and self._comparison_ahead(column)
+        self._retreat(start)
+        return found
+
+    def _hinted_column(self, phrase: str, hints: tuple[str, ...], kind: str | None) -> ColumnSpec:
+        column = self.lexicon.column_hint(hints, kind)
+        if column is None:
+            self._fail(f"{phrase!r} names no column of this table; name the column")
+        return column

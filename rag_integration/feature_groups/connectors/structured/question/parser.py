@@ -1,7 +1,7 @@
 """The question parser: English about one table -> a ``QueryPlan``, in the manner of sqlglot's ``Parser``.
 
-Phrase tables live in ``phrases``, the cursor in ``cursor``; each construct has one ``_parse_*`` method, and a cursor over the tokens
-matches phrases and retreats when a construct does not fit. A backend enables a set of constructs; a construct it
+Phrase tables live in ``phrases`` and the cursor (matching, retreating, the column named next) in ``cursor``; this
+module is the grammar, one ``_parse_*`` method per construct. A backend enables a set of constructs; a construct it
 does not enable is refused by name, so the base can point to a backend that has it. Every token must be
 understood: what is left over is refused, never turned into "list everything". Each construct looks ahead a
 bounded number of tokens and values are found by dict lookups of at most ``MAX_VALUE_WORDS`` words, so parsing is
@@ -10,58 +10,15 @@ linear in the question's length; the deadline is checked as it goes.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import datetime
+import math
+from collections.abc import Mapping
 
+from rag_integration.feature_groups.connectors.structured.question import phrases
 from rag_integration.feature_groups.connectors.structured.question.cursor import Cursor
 from rag_integration.feature_groups.connectors.structured.question.lexicon import MAX_VALUE_WORDS
-from rag_integration.feature_groups.connectors.structured.question.phrases import (
-    ABSENCE,
-    AGGREGATE_LEADS,
-    AGGREGATE_PHRASES,
-    AGGREGATES,
-    ASCENDING,
-    CLAUSES,
-    COMPARATIVE_ADJECTIVE_PHRASES,
-    COMPARATIVE_ADJECTIVES,
-    COMPARATIVE_OR_BETWEEN,
-    COMPARATIVE_PHRASES,
-    COMPARATIVES,
-    COMPARISONS,
-    CONDITION_CONTINUATIONS,
-    CONDITION_LEADS,
-    COUNT_WORDS,
-    DATE_COMPARISONS,
-    DATE_RANGES,
-    DESCENDING,
-    DISTINCT_WORDS,
-    EXCLUSIONS,
-    EXISTENTIAL,
-    FILLER,
-    GROUP_WORDS,
-    HIGH,
-    HIGH_OR_LOW,
-    JOINERS,
-    LEADS,
-    LIST_WORDS,
-    MOST_OR_EXTREME,
-    NEGATION_OR_EQUAL,
-    NEGATIONS,
-    NOT_NULL_WORDS,
-    NULL_WORDS,
-    ORDER_WORDS,
-    PRESENCE_LEADS,
-    RECENCY,
-    RECENCY_PHRASES,
-    STOP_WORDS,
-    SUPERLATIVE_PHRASES,
-    SUPERLATIVES,
-    TEXT_MATCHES,
-    VALUE_PREPOSITIONS,
-    VERB_PHRASES,
-    VERBS,
-)
-from rag_integration.feature_groups.connectors.structured.question.tokens import Token
-from rag_integration.feature_groups.connectors.structured.sql.columns import ColumnSpec
+from rag_integration.feature_groups.connectors.structured.question.tokens import Token, number_value
+from rag_integration.feature_groups.connectors.structured.sql.columns import INT64, ColumnSpec, is_iso_date
 from rag_integration.feature_groups.connectors.structured.sql.plan import (
     LIKE_ESCAPE,
     Condition,
@@ -73,6 +30,8 @@ from rag_integration.feature_groups.connectors.structured.sql.plan import (
     tie_kept,
 )
 
+MAX_LIMIT = 1_000_000
+"""Largest N of 'top N' and of a LIMIT."""
 Where = tuple[tuple[Condition, ...], ...]
 NEGATED = {"=": "!=", "!=": "=", ">": "<=", ">=": "<", "<": ">=", "<=": ">", "between": "not between", "in": "not in"}
 NEGATED.update({"like": "not like", "is null": "is not null", "is not null": "is null"})
@@ -82,24 +41,8 @@ NEGATED.update({value: key for key, value in list(NEGATED.items()) if value.star
 class Parser(Cursor):
     """Recursive descent over one question's tokens; ``constructs`` are the constructs the backend enables."""
 
-    def _skip_words(self, words: Collection[str]) -> list[str]:
-        """Pass over filler ``words``, but never a column that a comparison follows ("where a is x" has column a)."""
-        skipped: list[str] = []
-        while (token := self._peek()) is not None and token.key in words and not self._column_comparison_ahead():
-            skipped.append(token.key)
-            self.index += 1
-        return skipped
-
-    def _table_word_ahead(self) -> bool:
-        token = self._peek()
-        return token is not None and token.key in self.lexicon.table_words
-
-    def _skip_table_words(self) -> bool:
-        skipped = self._skip_words(self.lexicon.table_words | {"the", "all", "of", "every"})
-        return bool(set(skipped) & self.lexicon.table_words)
-
     def _finish(self) -> None:
-        self._match(FILLER)
+        self._match(phrases.FILLER)
         if self.index == self.unknown_owner < len(self.tokens):
             value = self.tokens[self.index].value
             self._fail(f"no text column holds the value {value!r}, so it names no row to look up")
@@ -107,66 +50,50 @@ class Parser(Cursor):
             rest = " ".join(token.text for token in self.tokens[self.index :])
             self._fail(f"could not understand {rest!r}")
 
-    # Columns and values.
+    # Values: numbers, whole numbers and the days a date, year or month stands for; then stored values.
 
-    def _parse_column(self) -> tuple[ColumnSpec, bool] | None:
-        """The column named next, by its name or words, singular or plural (longest match), and whether plural."""
-        first = self._peek()
-        best = None
-        for spelling in self.lexicon.spellings.get(first.key if first else "", ()):
-            if (best is None or len(spelling.words) > len(best.words)) and all(
-                (token := self._peek(offset)) is not None and token.key == word
-                for offset, word in enumerate(spelling.words)
-            ):
-                best = spelling
-        if best is None:
+    def _parse_number(self, after: str) -> int | float:
+        token = self._peek()
+        if token is None or token.kind != "number":
+            self._fail(f"expected a number after {after!r}")
+        self.index += 1
+        number = number_value(token.text)
+        word = self._match(phrases.NUMBER_WORD_PHRASES)
+        if word:
+            number = number * phrases.NUMBER_WORDS[word]
+        if isinstance(number, float) and not math.isfinite(number):
+            self._fail(f"{token.text} is outside the range SQLite stores")
+        if isinstance(number, int) and not INT64[0] <= number <= INT64[1]:
+            self._fail(f"{token.text} is outside the range SQLite stores")
+        return number
+
+    def _parse_int(self, after: str) -> int:
+        token = self._peek()
+        number = self._parse_number(after)
+        if not isinstance(number, int) or not 1 <= number <= MAX_LIMIT or token is None or "." in token.text:
+            self._fail(f"expected a whole number between 1 and {MAX_LIMIT} after {after!r}")
+        return number
+
+    def _parse_dates(self) -> tuple[str, str] | None:
+        """The first and last day an ISO date, a year ("2020") or a month ("March 2021") stands for."""
+        token = self._peek()
+        if token is None:
             return None
-        self.index += len(best.words)
-        return best.column, best.plural
-
-    def _column(self) -> ColumnSpec | None:
-        found = self._parse_column()
-        return None if found is None else found[0]
-
-    def _require_column(self, after: str, filler: Collection[str] = ()) -> ColumnSpec:
-        start = self.index
-        self._skip_words(filler)
-        column = self._column()
-        if column is None and self.index != start:
-            self._retreat(start)
-            column = self._column()
-        if column is None:
-            names = ", ".join(column.name for column in self.table.columns)
-            self._fail(f"expected a column after {after!r}, one of: {names}")
-        return column
-
-    def _comparison_ahead(self, column: ColumnSpec) -> bool:
-        """True when the next words compare ``column`` ("over", "is", "starts with", "of at least"), without
-        consuming them."""
-        start = self.index
-        self._skip_of_before_comparison()
-        found = self._ahead(DATE_COMPARISONS if column.type == "date" else COMPARISONS)
-        self._retreat(start)
-        return found
-
-    def _skip_of_before_comparison(self) -> None:
-        """ "a rating of at least 3", "a price of under 10": the "of" joining a noun to its comparison."""
-        start = self.index
-        if self._match("of") and not self._ahead(COMPARATIVE_OR_BETWEEN):
-            self._retreat(start)
-
-    def _column_comparison_ahead(self) -> bool:
-        start = self.index
-        column = self._column()
-        found = column is not None and self._comparison_ahead(column)
-        self._retreat(start)
-        return found
-
-    def _hinted_column(self, phrase: str, hints: tuple[str, ...], kind: str | None) -> ColumnSpec:
-        column = self.lexicon.column_hint(hints, kind)
-        if column is None:
-            self._fail(f"{phrase!r} names no column of this table; name the column")
-        return column
+        if is_iso_date(token.value) and token.kind in ("date", "quoted"):
+            self.index += 1
+            return token.value, token.value
+        month = phrases.MONTHS.get(token.key)
+        year_token = self._peek(1 if month else 0)
+        if year_token is None or year_token.kind != "number" or not year_token.text.isdigit():
+            return None
+        if len(year_token.text) != 4 or not 1000 <= int(year_token.text) <= 9999:
+            return None
+        year = int(year_token.text)
+        self.index += 2 if month else 1
+        if month is None:
+            return f"{year}-01-01", f"{year}-12-31"
+        following = datetime.date(year + month // 12, month % 12 + 1, 1)
+        return datetime.date(year, month, 1).isoformat(), (following - datetime.timedelta(days=1)).isoformat()
 
     def _ordered_condition(self, column: ColumnSpec, operator: str, after: str) -> Condition:
         """``column <operator> <number or date>``; a year or month stands for its first or last day as fits."""
@@ -229,9 +156,9 @@ class Parser(Cursor):
         while True:
             self.question.check_deadline()
             start = self.index
-            if self._match(JOINERS) is None:
+            if self._match(phrases.JOINERS) is None:
                 break
-            self._match(VALUE_PREPOSITIONS)
+            self._match(phrases.VALUE_PREPOSITIONS)
             found = self._parse_stored_value(column)
             if found is None or self._comparison_ahead(column):
                 self._retreat(start)
@@ -261,8 +188,8 @@ class Parser(Cursor):
                 current = []
             current.append(condition)
             before = self.index
-            joiner = self._match(JOINERS)
-            if joiner is None and not (self._ahead(CONDITION_CONTINUATIONS) or self._column_comparison_ahead()):
+            joiner = self._match(phrases.JOINERS)
+            if joiner is None and not (self._ahead(phrases.CONDITION_CONTINUATIONS) or self._column_comparison_ahead()):
                 break
         else:
             self._retreat(before)
@@ -271,38 +198,38 @@ class Parser(Cursor):
         return tuple(groups)
 
     def _clause_ahead(self) -> bool:
-        return self._ahead(CLAUSES)
+        return self._ahead(phrases.CLAUSES)
 
     def _parse_condition(self) -> Condition | None:
         start = self.index
         if self._clause_ahead():
             return None
-        leads = self._skip_words(CONDITION_LEADS)
-        negated = self._match(NEGATIONS) is not None
+        leads = self._skip_words(phrases.CONDITION_LEADS)
+        negated = self._match(phrases.NEGATIONS) is not None
         if negated:
-            leads += self._skip_words(CONDITION_LEADS)
-        if self._match(EXCLUSIONS):
+            leads += self._skip_words(phrases.CONDITION_LEADS)
+        if self._match(phrases.EXCLUSIONS):
             return self._parse_value_filter(not negated)
-        if self._match(ABSENCE):
+        if self._match(phrases.ABSENCE):
             absent = self._require_column("without", filler=("a", "an", "any"))
             return Condition(absent.name, "is not null" if negated else "is null")
         if (
             not self._column_comparison_ahead()
             and not self._comparison_word_ahead()
-            and self._match(VALUE_PREPOSITIONS)
+            and self._match(phrases.VALUE_PREPOSITIONS)
         ):
             return self._parse_value_filter(negated)
         condition = self._parse_hinted_condition(negated)
         if condition is not None:
             return condition
         column = self._column()
-        if column is not None and column.type == "date" and self._ahead(RECENCY_PHRASES):
+        if column is not None and column.type == "date" and self._ahead(phrases.RECENCY_PHRASES):
             self._retreat(start)
             return None
         if column is not None:
             if self._comparison_ahead(column):
                 return self._parse_comparison(column, negated)
-            if set(leads) & PRESENCE_LEADS:
+            if set(leads) & phrases.PRESENCE_LEADS:
                 return Condition(column.name, "is null" if negated else "is not null")
             self._fail(f"expected a comparison after column '{column.name}' (is, over, at least, between, ...)")
         if self._comparison_word_ahead():
@@ -333,26 +260,26 @@ class Parser(Cursor):
         return self._text_condition(column, variants, negated)
 
     def _comparison_word_ahead(self) -> bool:
-        return self._ahead(COMPARATIVE_OR_BETWEEN)
+        return self._ahead(phrases.COMPARATIVE_OR_BETWEEN)
 
     def _parse_hinted_condition(self, negated: bool) -> Condition | None:
         """A verb or a comparative adjective standing for its column: "earning more than 50k", "older than 30"."""
-        adjective = self._match(COMPARATIVE_ADJECTIVE_PHRASES)
+        adjective = self._match(phrases.COMPARATIVE_ADJECTIVE_PHRASES)
         if adjective is not None:
-            for hints, operator, kind in COMPARATIVE_ADJECTIVES[adjective]:
+            for hints, operator, kind in phrases.COMPARATIVE_ADJECTIVES[adjective]:
                 column = self.lexicon.column_hint(hints, kind)
                 if column is not None:
                     condition = self._ordered_condition(column, operator, adjective)
                     return self._negated(condition) if negated else condition
             self._fail(f"{adjective!r} names no column of this table; name the column")
         start = self.index
-        verb = self._match(VERB_PHRASES)
+        verb = self._match(phrases.VERB_PHRASES)
         if verb is None:
             return None
-        if self._ahead(MOST_OR_EXTREME):
+        if self._ahead(phrases.MOST_OR_EXTREME):
             self._retreat(start)
             return None
-        hints, kind = VERBS[verb]
+        hints, kind = phrases.VERBS[verb]
         column = self._hinted_column(verb, hints, kind)
         if self._comparison_ahead(column):
             return self._parse_comparison(column, negated)
@@ -361,13 +288,13 @@ class Parser(Cursor):
     def _parse_counted_comparison(self, negated: bool) -> Condition | None:
         """ "at least 100 attendees", "more than 3 rooms": the number column named after its number."""
         start = self.index
-        phrase = self._match(COMPARATIVE_PHRASES)
+        phrase = self._match(phrases.COMPARATIVE_PHRASES)
         token = self._peek()
         if phrase is not None and token is not None and token.kind == "number":
             number = self._parse_number(phrase)
             column = self._column()
             if column is not None and column.numeric:
-                operator = next(op for op, phrases in COMPARATIVES.items() if phrase in phrases)
+                operator = next(op for op, group in phrases.COMPARATIVES.items() if phrase in group)
                 condition = Condition(column.name, operator, (number,))
                 return self._negated(condition) if negated else condition
         self._retreat(start)
@@ -379,7 +306,7 @@ class Parser(Cursor):
         if counted is not None:
             return counted
         start = self.index
-        self._match(COMPARATIVE_OR_BETWEEN)
+        self._match(phrases.COMPARATIVE_OR_BETWEEN)
         token = self._peek()
         kind = "date" if token is not None and (token.kind == "date" or self._parse_dates() is not None) else "number"
         self._retreat(start)
@@ -398,9 +325,9 @@ class Parser(Cursor):
         """
         said_is = implied_equal
         self._skip_of_before_comparison()
-        while (word := self._match(NEGATION_OR_EQUAL)) is not None:
+        while (word := self._match(phrases.NEGATION_OR_EQUAL)) is not None:
             said_is = True
-            negated = negated != (word in NEGATIONS)
+            negated = negated != (word in phrases.NEGATIONS)
         condition = self._parse_positive_comparison(column, said_is, negated)
         return self._negated(condition) if negated else condition
 
@@ -408,22 +335,22 @@ class Parser(Cursor):
         null = self._parse_null(column)
         if null is not None:
             return null
-        for pattern, phrases in TEXT_MATCHES.items():
-            phrase = self._match(phrases)
+        for pattern, group in phrases.TEXT_MATCHES.items():
+            phrase = self._match(group)
             if phrase is not None:
                 return self._parse_text_match(column, pattern, phrase)
-        if self._match("between"):
+        if self._match(phrases.BETWEEN):
             low = self._ordered_condition(column, ">=", "between").values[0]
-            if not self._match("and", "to"):
+            if not self._match(phrases.RANGE_JOINERS):
                 self._fail(f"expected 'and' in '{column.name} between ... and ...'")
             return Condition(column.name, "between", (low, self._ordered_condition(column, "<=", "between").values[0]))
-        for operator, phrases in COMPARATIVES.items():
-            phrase = self._match(phrases)
+        for operator, group in phrases.COMPARATIVES.items():
+            phrase = self._match(group)
             if phrase is not None:
                 return self._ordered_condition(column, operator, phrase)
-        if column.type == "date" and self._match(DATE_RANGES):
+        if column.type == "date" and self._match(phrases.DATE_RANGES):
             return self._ordered_condition(column, "=", "in")
-        if column.type == "text" and self._match("in", "one of", "any of"):
+        if column.type == "text" and self._match(phrases.ONE_OF):
             said_is = True
         if said_is:
             return self._parse_equality(column, negated)
@@ -434,9 +361,9 @@ class Parser(Cursor):
         if column.type == "text" and self._parse_stored_value(column) is not None:
             self._retreat(start)
             return None
-        if self._match(NOT_NULL_WORDS):
+        if self._match(phrases.NOT_NULL_WORDS):
             return Condition(column.name, "is not null")
-        if self._match(NULL_WORDS):
+        if self._match(phrases.NULL_WORDS):
             return Condition(column.name, "is null")
         return None
 
@@ -478,7 +405,7 @@ class Parser(Cursor):
             return token.value
         words: list[str] = []
         while (token := self._peek()) is not None and token.kind in ("word", "number", "date"):
-            if token.key in STOP_WORDS:
+            if token.key in phrases.STOP_WORDS:
                 break
             words.append(token.text)
             self.index += 1
@@ -497,7 +424,7 @@ class Parser(Cursor):
             condition = self._ordered_condition(column, "=", "in")
             return self._negated(condition) if negated else condition
         before_article = self.index
-        self._match("the")
+        self._match(phrases.THE)
         found = self._parse_stored_value(None)
         if found is None:
             self._retreat(before_article)
@@ -519,7 +446,7 @@ class Parser(Cursor):
     # Clauses.
 
     def _parse_group(self) -> ColumnSpec | None:
-        phrase = self._match(GROUP_WORDS)
+        phrase = self._match(phrases.GROUP_WORDS)
         if phrase is None:
             return None
         self._require("group", phrase)
@@ -527,34 +454,34 @@ class Parser(Cursor):
 
     def _parse_order(self) -> tuple[ColumnSpec, bool] | None:
         start = self.index
-        self._match(",")
-        phrase = self._match(ORDER_WORDS)
+        self._match(phrases.COMMA)
+        phrase = self._match(phrases.ORDER_WORDS)
         if phrase is None:
             self._retreat(start)
             return None
         self._require("order", phrase)
         column = self._require_column(phrase)
-        descending = self._match(DESCENDING) is not None
+        descending = self._match(phrases.DESCENDING) is not None
         if not descending:
-            self._match(ASCENDING)
+            self._match(phrases.ASCENDING)
         return column, descending
 
     def _parse_top(self) -> tuple[int, ColumnSpec, bool] | None:
         """ "top 3 by salary" (highest first), "bottom 3 by salary", "the 3 cheapest products"."""
         start = self.index
-        self._match(",")
-        word = self._match("top", "bottom")
+        self._match(phrases.COMMA)
+        word = self._match(phrases.TOP_OR_BOTTOM)
         if word is not None:
             self._require("top", word)
             count = self._parse_int(word)
             self._skip_table_words()
-            if self._match("by"):
+            if self._match(phrases.BY):
                 return count, self._require_column(f"{word} {count} by"), word == "top"
             extreme = self._parse_superlative()
             if extreme is None:
                 self._fail(f"'{word} N' needs 'by <column>'")
             return count, extreme[0], extreme[1] if word == "top" else not extreme[1]
-        self._match("the")
+        self._match(phrases.THE)
         token = self._peek()
         if token is not None and token.kind == "number":
             count = self._parse_int("the")
@@ -568,17 +495,17 @@ class Parser(Cursor):
     def _parse_superlative(self) -> tuple[ColumnSpec, bool] | None:
         """ "the highest salary", "the oldest", "the most expensive", "earns the most": a column and its direction."""
         start = self.index
-        self._match("the")
-        word = self._match(HIGH_OR_LOW)
+        self._match(phrases.THE)
+        word = self._match(phrases.HIGH_OR_LOW)
         if word is not None:
             column = self._column()
             if column is not None:
-                return column, word in HIGH
+                return column, word in phrases.HIGH
             self._retreat(start)
-            self._match("the")
-        adjective = self._match(SUPERLATIVE_PHRASES)
+            self._match(phrases.THE)
+        adjective = self._match(phrases.SUPERLATIVE_PHRASES)
         if adjective is not None:
-            for hints, descending, kind in SUPERLATIVES[adjective]:
+            for hints, descending, kind in phrases.SUPERLATIVES[adjective]:
                 column = self.lexicon.column_hint(hints, kind)
                 if column is not None:
                     return column, descending
@@ -587,36 +514,36 @@ class Parser(Cursor):
         recent = self._parse_recency()
         if recent is not None:
             return recent
-        verb = self._match(VERB_PHRASES)
-        most = self._match(MOST_OR_EXTREME) if verb else None
+        verb = self._match(phrases.VERB_PHRASES)
+        most = self._match(phrases.MOST_OR_EXTREME) if verb else None
         if verb is None or most is None:
             self._retreat(start)
             return None
-        hints, kind = VERBS[verb]
+        hints, kind = phrases.VERBS[verb]
         return self._hinted_column(verb, hints, kind), most in ("the most", "most", "the highest")
 
     def _parse_recency(self) -> tuple[ColumnSpec, bool] | None:
         """ "joined most recently", "hired first", "released last": a date column, by its name or its verb, and a
         direction."""
         start = self.index
-        verb = self._match(VERB_PHRASES)
+        verb = self._match(phrases.VERB_PHRASES)
         if verb is not None:
-            hints, kind = VERBS[verb]
+            hints, kind = phrases.VERBS[verb]
             column = self.lexicon.column_hint(hints, kind)
         else:
             column = self._column()
-        when = self._match(RECENCY_PHRASES) if column is not None and column.type == "date" else None
+        when = self._match(phrases.RECENCY_PHRASES) if column is not None and column.type == "date" else None
         if column is None or when is None:
             self._retreat(start)
             return None
-        return column, RECENCY[when]
+        return column, phrases.RECENCY[when]
 
     def _parse_tail(self, *, group: bool) -> tuple[Where, ColumnSpec | None]:
         """Filters and a group in either order, with filler between ("... are there in Berlin per city")."""
-        self._match(FILLER)
+        self._match(phrases.FILLER)
         where = self._parse_conditions()
         grouped = self._parse_group() if group else None
-        self._match(FILLER)
+        self._match(phrases.FILLER)
         if not where:
             where = self._parse_conditions()
         if grouped is None and group:
@@ -627,7 +554,7 @@ class Parser(Cursor):
 
     def parse(self) -> QueryPlan | Staged:
         self.question.check_deadline()
-        while self._match(LEADS):
+        while self._match(phrases.LEADS):
             pass
         for intent in (self._parse_count, self._parse_aggregate, self._parse_listing):
             start = self.index
@@ -639,17 +566,17 @@ class Parser(Cursor):
 
     def _parse_count(self) -> QueryPlan | None:
         """ "how many employees are there in Berlin", "how many cities", "number of employees per city"."""
-        phrase = self._match(COUNT_WORDS)
+        phrase = self._match(phrases.COUNT_WORDS)
         if phrase is None:
             return None
         self._require("count", phrase)
         self._skip_words({"the", "all"})
-        distinct = self._match(DISTINCT_WORDS)
+        distinct = self._match(phrases.DISTINCT_WORDS)
         column = None
         if not self._table_word_ahead() or distinct:
             before = self.index
             column = self._column()
-            if column is not None and not self._ahead(FILLER) and self._comparison_ahead(column):
+            if column is not None and not self._ahead(phrases.FILLER) and self._comparison_ahead(column):
                 self._retreat(before)
                 column = None
         if distinct and column is None:
@@ -672,12 +599,12 @@ class Parser(Cursor):
 
     def _parse_aggregate(self) -> QueryPlan | Staged | None:
         """ "average salary per department", "what is the median salary", "total salary of employees in sales"."""
-        self._match(AGGREGATE_LEADS)
-        self._match("the")
-        phrase = self._match(AGGREGATE_PHRASES)
+        self._match(phrases.AGGREGATE_LEADS)
+        self._match(phrases.THE)
+        phrase = self._match(phrases.AGGREGATE_PHRASES)
         if phrase is None:
             return None
-        function = next(name for name, phrases in AGGREGATES.items() if phrase in phrases)
+        function = next(name for name, group in phrases.AGGREGATES.items() if phrase in group)
         start = self.index
         self._skip_words({"of", "the"})
         column = self._column()
@@ -689,7 +616,7 @@ class Parser(Cursor):
         self._require("median" if function == "median" else "aggregate", phrase)
         if function in ("avg", "sum", "median") and not column.numeric:
             self._fail(f"'{phrase}' needs a number column, but '{column.name}' is {column.type}")
-        if not self._ahead(GROUP_WORDS):
+        if not self._ahead(phrases.GROUP_WORDS):
             self._skip_words({"of", "for", "among", "across"})
         self._skip_table_words()
         where, group = self._parse_tail(group=True)
@@ -703,9 +630,9 @@ class Parser(Cursor):
 
     def _parse_listing(self) -> QueryPlan | Staged | None:
         """Rows: "list employees in Berlin", "employees in Berlin", "who earns the most", "the salary of Alice"."""
-        lead = self._match(LIST_WORDS) or self._match(EXISTENTIAL)
+        lead = self._match(phrases.LIST_WORDS) or self._match(phrases.EXISTENTIAL)
         self._skip_words({"the", "all", "me", "any", "every"})
-        distinct = self._match(DISTINCT_WORDS) is not None
+        distinct = self._match(phrases.DISTINCT_WORDS) is not None
         listed = self._existential_listing() if lead is not None else None
         if listed is not None:
             output = Output(listed.name, listed.name)
@@ -723,7 +650,7 @@ class Parser(Cursor):
         if of and not named and owner is None and top is None:
             owner = self._parse_owner()
         before = self.index
-        if shown and not named and self._match("have", "has", "with") and not self._skip_table_words():
+        if shown and not named and self._match(phrases.HAVE) and not self._skip_table_words():
             self._retreat(before)
         where = ((owner,),) if owner is not None else ()
         extreme = self._parse_extreme()
@@ -757,8 +684,8 @@ class Parser(Cursor):
         """A column and filler ending the question ("which cities are there", "what cities exist") ask for the
         column's distinct values; the filler is never a value to filter on."""
         start = self.index
-        found = self._parse_column()
-        if found is not None and self._match(FILLER) and self.index == len(self.tokens):
+        found = self._read_column()
+        if found is not None and self._match(phrases.FILLER) and self.index == len(self.tokens):
             return found[0]
         self._retreat(start)
         return None
@@ -810,19 +737,19 @@ class Parser(Cursor):
         start = before = self.index
         columns: list[ColumnSpec] = []
         plural = True
-        while not self._table_word_ahead() and (found := self._parse_column()) is not None:
+        while not self._table_word_ahead() and (found := self._read_column()) is not None:
             self.question.check_deadline()
             columns.append(found[0])
             plural = plural and found[1]
             before = self.index
-            if not self._match(",", "and", ", and"):
+            if not self._match(phrases.COLUMN_JOINERS):
                 break
         else:
             self._retreat(before)
         if not columns or self._comparison_ahead(columns[-1]):
             self._retreat(start)
             return (), False, False
-        of = self._match("of", "for", "from") is not None
+        of = self._match(phrases.OWNER_LINKS) is not None
         return tuple(dict.fromkeys(columns)), plural, of
 
     def _order(self, shown: tuple[ColumnSpec, ...], column: ColumnSpec, descending: bool) -> tuple[OrderKey, ...]:

@@ -244,3 +244,19 @@ MOST_OR_EXTREME = Phrases(MOST, "the highest", "the lowest")
 HIGH_OR_LOW = Phrases(HIGH, LOW)
 COMPARATIVE_OR_BETWEEN = Phrases(COMPARATIVE_PHRASES, "between")
 CONDITION_CONTINUATIONS = Phrases(IMPLICIT_AND, VERBS, COMPARATIVE_ADJECTIVES)
+
+# Short tables the grammar matches at one place each, built here once like the rest.
+THE = Phrases("the")
+OF = Phrases("of")
+BY = Phrases("by")
+COMMA = Phrases(",")
+BETWEEN = Phrases("between")
+RANGE_JOINERS = Phrases("and", "to")
+"""Between the two ends of 'between 1 and 5'."""
+TOP_OR_BOTTOM = Phrases("top", "bottom")
+ONE_OF = Phrases("in", "one of", "any of")
+HAVE = Phrases("have", "has", "with")
+COLUMN_JOINERS = Phrases(",", "and", ", and")
+"""Between the columns of a projection: 'name, city and salary of ...'."""
+OWNER_LINKS = Phrases("of", "for", "from")
+"""Between a projection and the value it is looked up by: 'the salary of Ada'."""
