@@ -27,6 +27,8 @@ class _Missing:
 
 REQUIRED: Any = _Missing()
 T = TypeVar("T")
+SettingsT = TypeVar("SettingsT")
+"""A backend's settings type, which family bases are generic over (``BaseRerankConnector[LexicalSettings]``)."""
 
 
 class OptionReader:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.per_query import ON_ERROR_OPTION, ErrorPolicy
@@ -17,7 +17,7 @@ from rag_integration.core.contract.queries import passage_requests
 from rag_integration.core.contract.schema import STRING, Shape
 from rag_integration.core.contract.sources import PASSAGES, Source
 from rag_integration.core.documents.corpus import Document
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import OptionReader, SettingsT
 from rag_integration.core.text.grounding import QuotableSentence, check_cited_answer, quotable_sentences
 
 
@@ -37,7 +37,7 @@ class Answer:
         return row
 
 
-class BaseGenerateConnector(SelectorFeatureGroup):
+class BaseGenerateConnector(SelectorFeatureGroup, Generic[SettingsT]):
     """``generated_answer``: ``{"answer": str, "citations": [doc_id]}`` grounded in ``passages`` (or the rows of
     ``passages_source``), which are read in the given order, best first."""
 
@@ -70,7 +70,7 @@ class BaseGenerateConnector(SelectorFeatureGroup):
         return {"answer": STRING, "citations": [STRING]}
 
     @classmethod
-    def generate(cls, query: str, passages: Sequence[Document], settings: Any) -> dict[str, Any]:
+    def generate(cls, query: str, passages: Sequence[Document], settings: SettingsT) -> dict[str, Any]:
         if not passages:
             return cls.empty_answer().as_row()
         answer = cls.respond(query, passages, settings)
@@ -83,12 +83,12 @@ class BaseGenerateConnector(SelectorFeatureGroup):
         return Answer()
 
     @classmethod
-    def check(cls, answer: Answer, passages: Sequence[Document], settings: Any) -> None:
+    def check(cls, answer: Answer, passages: Sequence[Document], settings: SettingsT) -> None:
         """Vet ``answer`` before it leaves: quoted from the passages it cites (``check_grounded``)."""
         check_grounded(answer, passages, cls.__name__)
 
     @classmethod
-    def respond(cls, query: str, passages: Sequence[Document], settings: Any) -> Answer:
+    def respond(cls, query: str, passages: Sequence[Document], settings: SettingsT) -> Answer:
         """The answer for one query over non-empty passages; usually ``compose(picked sentences, passages)``."""
         raise NotImplementedError
 

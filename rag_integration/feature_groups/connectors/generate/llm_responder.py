@@ -82,7 +82,7 @@ class ScoredAnswer(Answer):
     scorer: SupportScorer | None = field(default=None, compare=False, repr=False)
 
 
-class LlmResponder(BaseGenerateConnector):
+class LlmResponder(BaseGenerateConnector[LlmResponderSettings]):
     """``generate_backend="llm"``: an OpenAI-compatible chat model writes the answer, cited sentence by sentence.
 
     Adds ``"unsupported"`` to each row: the sentences removed because they cited nothing, cited a passage that was

@@ -26,7 +26,7 @@ class TemplateSettings:
     )
 
 
-class TemplateResponder(BaseGenerateConnector):
+class TemplateResponder(BaseGenerateConnector[TemplateSettings]):
     """``generate_backend="template"``: up to ``max_sentences`` (default 3) best-matching sentences, best first, as
     ``"sentence [n] sentence [m]"``; each passage drawn from is cited once, a repeated sentence is used once."""
 

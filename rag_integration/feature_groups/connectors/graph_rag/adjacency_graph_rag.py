@@ -13,7 +13,7 @@ from rag_integration.feature_groups.connectors.graph_rag.base import (
 )
 
 
-class AdjacencyGraphRag(BaseGraphRagConnector):
+class AdjacencyGraphRag(BaseGraphRagConnector[GraphSettings]):
     """``graph_backend="adjacency"``: the canonical ranking (``graph_hops``, ``graph_damping``), no dependency."""
 
     BACKEND: ClassVar[str | None] = "adjacency"

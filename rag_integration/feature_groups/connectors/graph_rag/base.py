@@ -9,7 +9,7 @@ import math
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.queries import query_rows
@@ -17,7 +17,7 @@ from rag_integration.core.contract.sources import GRAPH, Source
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Document, MetadataFilter, read_documents
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError, RankingContractError, short_repr
-from rag_integration.core.options import OptionReader, option
+from rag_integration.core.options import OptionReader, SettingsT, option
 from rag_integration.core.ranking.passages import rank_hits
 from rag_integration.core.text.lexical import lexical_scores
 
@@ -85,7 +85,7 @@ class GraphSettings:
     )
 
 
-class BaseGraphRagConnector(SelectorFeatureGroup):
+class BaseGraphRagConnector(SelectorFeatureGroup, Generic[SettingsT]):
     """``graph_passages``: nodes ranked for the query (``nodes`` + ``edges``, or the rows of ``graph_source``).
 
     Default scoring (``graph_scoring="spreading_activation"``) starts from each node's BM25 match and, for
@@ -128,7 +128,7 @@ class BaseGraphRagConnector(SelectorFeatureGroup):
 
     @classmethod
     def rank(
-        cls, query: str, graph: Graph, top_k: int, settings: Any, return_metadata: bool = False
+        cls, query: str, graph: Graph, top_k: int, settings: SettingsT, return_metadata: bool = False
     ) -> list[dict[str, Any]]:
         seeds = lexical_scores(query, [node.text for node in graph.nodes])
         if not any(seed > 0.0 for seed in seeds):
@@ -143,7 +143,7 @@ class BaseGraphRagConnector(SelectorFeatureGroup):
         return rank_hits(hits, graph.nodes, top_k, return_metadata=return_metadata)
 
     @classmethod
-    def score_nodes(cls, graph: Graph, seeds: list[float], settings: Any) -> Sequence[float]:
+    def score_nodes(cls, graph: Graph, seeds: list[float], settings: SettingsT) -> Sequence[float]:
         """One score per node (by position) from the query's seed scores; <= 0 means not relevant."""
         raise NotImplementedError
 

@@ -43,7 +43,7 @@ class NetworkxSettings(GraphSettings):
     )
 
 
-class NetworkxGraphRag(BaseGraphRagConnector):
+class NetworkxGraphRag(BaseGraphRagConnector[NetworkxSettings]):
     """``graph_backend="networkx"``: ranks exactly like ``adjacency`` by default; ``graph_scoring=
     "personalized_pagerank"`` runs networkx's PageRank restarting at the query-matching nodes (``pagerank_alpha``)."""
 

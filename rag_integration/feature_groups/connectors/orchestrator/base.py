@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.per_query import ON_ERROR_OPTION, ErrorPolicy
@@ -26,7 +26,7 @@ from rag_integration.core.errors import (
     short_repr,
 )
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import OptionReader, SettingsT
 from rag_integration.core.ranking.passages import rank_hits
 from rag_integration.core.text.grounding import check_quoted_answer, quote_form
 
@@ -71,7 +71,7 @@ class OrchestratorRequest:
         return cls(queries, kept, top_k, excluded)
 
 
-class BaseOrchestratorConnector(SelectorFeatureGroup):
+class BaseOrchestratorConnector(SelectorFeatureGroup, Generic[SettingsT]):
     """``orchestrated_answer``: ``{"answer": str, "documents": [passage]}`` per query, grounded in the corpus."""
 
     FAMILY: ClassVar[str] = "orchestrator"
@@ -97,7 +97,7 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
 
     @classmethod
     def orchestrated_rows(
-        cls, request: OrchestratorRequest, settings: Any, policy: ErrorPolicy | None = None
+        cls, request: OrchestratorRequest, settings: SettingsT, policy: ErrorPolicy | None = None
     ) -> list[dict[str, Any]]:
         """One grounded row per query; an empty corpus has nothing to ground in, so the engine is not asked. Under
         ``on_error="row"`` an answer that fails its grounding check becomes its own error row."""
@@ -130,7 +130,7 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
 
     @classmethod
     def timed_answers(
-        cls, request: OrchestratorRequest, settings: Any
+        cls, request: OrchestratorRequest, settings: SettingsT
     ) -> Iterator[tuple[EngineAnswer, Callable[[], None] | None]]:
         """The engine's answers in query order, each with the check its grounding calls between steps (none here);
         a backend with a time limit yields one answer at a time, so its limit also covers that answer's grounding."""
@@ -143,17 +143,17 @@ class BaseOrchestratorConnector(SelectorFeatureGroup):
             yield answer, None
 
     @classmethod
-    def cached_engine(cls, documents: Sequence[Document], settings: Any) -> Any:
+    def cached_engine(cls, documents: Sequence[Document], settings: SettingsT) -> Any:
         """The engine built for this corpus and these settings, reused until the corpus or a setting changes."""
         key = IndexKey.of(str(cls.BACKEND), settings, corpus_fingerprint(documents))
         return INDEX_CACHE.get_or_build(key, lambda: cls.build_engine(documents, settings))
 
     @classmethod
-    def build_engine(cls, documents: Sequence[Document], settings: Any) -> Any:
+    def build_engine(cls, documents: Sequence[Document], settings: SettingsT) -> Any:
         raise NotImplementedError
 
     @classmethod
-    def orchestrate(cls, request: OrchestratorRequest, settings: Any) -> list[EngineAnswer]:
+    def orchestrate(cls, request: OrchestratorRequest, settings: SettingsT) -> list[EngineAnswer]:
         """What the engine answers for each query of ``request``, in order."""
         raise NotImplementedError
 

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.extras import require_module
+from rag_integration.core.options import NoSettings
 from rag_integration.feature_groups.connectors.orchestrator.base import (
     BaseOrchestratorConnector,
     EngineAnswer,
@@ -19,7 +20,7 @@ from rag_integration.feature_groups.connectors.orchestrator.base import (
 )
 
 
-class HaystackOrchestrator(BaseOrchestratorConnector):
+class HaystackOrchestrator(BaseOrchestratorConnector[NoSettings]):
     """``orchestrator_backend="haystack"``: one Haystack pipeline per corpus, built once and reused."""
 
     BACKEND: ClassVar[str | None] = "haystack"

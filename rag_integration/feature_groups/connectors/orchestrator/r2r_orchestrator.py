@@ -87,7 +87,7 @@ class R2RSettings:
     )
 
 
-class R2RFixtureOrchestrator(BaseOrchestratorConnector):
+class R2RFixtureOrchestrator(BaseOrchestratorConnector[R2RSettings]):
     """``orchestrator_backend="r2r"``: a fixture file by default (``r2r_fixture``), a live server with ``r2r_base_url``."""
 
     BACKEND: ClassVar[str | None] = "r2r"

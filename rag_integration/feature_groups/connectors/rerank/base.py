@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.queries import passage_requests
@@ -12,11 +12,11 @@ from rag_integration.core.contract.sources import CANDIDATES, Source
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import RankingContractError
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import OptionReader, SettingsT
 from rag_integration.core.ranking.passages import passage_row
 
 
-class BaseRerankConnector(SelectorFeatureGroup):
+class BaseRerankConnector(SelectorFeatureGroup, Generic[SettingsT]):
     """``reranked_passages``: every candidate kept (up to ``top_k``) with a fresh score and rank 1..n.
 
     Candidates are passages from retrieve or plain documents (``candidates``), or the rows of an upstream feature
@@ -49,7 +49,7 @@ class BaseRerankConnector(SelectorFeatureGroup):
         query: str,
         candidates: Sequence[Document],
         top_k: int,
-        settings: Any,
+        settings: SettingsT,
         return_metadata: bool = False,
     ) -> list[dict[str, Any]]:
         if not candidates:
@@ -66,6 +66,6 @@ class BaseRerankConnector(SelectorFeatureGroup):
         ]
 
     @classmethod
-    def score(cls, query: str, texts: list[str], settings: Any) -> Sequence[float]:
+    def score(cls, query: str, texts: list[str], settings: SettingsT) -> Sequence[float]:
         """One relevance score per text (higher is better), in the order given."""
         raise NotImplementedError

@@ -56,7 +56,7 @@ class FlashRankSettings:
     max_length: int
 
 
-class FlashRankReranker(BaseRerankConnector):
+class FlashRankReranker(BaseRerankConnector[FlashRankSettings]):
     """``rerank_backend="flashrank"``: FlashRank's pairwise cross-encoders (``flashrank_model``) read from
     ``flashrank_model_dir`` (default: FlashRank's own cache folder), ``flashrank_max_length`` tokens per pair."""
 

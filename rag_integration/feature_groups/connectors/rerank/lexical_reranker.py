@@ -19,7 +19,7 @@ class LexicalSettings:
     b: float = option("lexical_b", "number", "BM25 length normalisation", default=0.75, minimum=0.0, maximum=1.0)
 
 
-class LexicalReranker(BaseRerankConnector):
+class LexicalReranker(BaseRerankConnector[LexicalSettings]):
     """``rerank_backend="lexical"``: BM25 of the query's content words over the candidate set (``lexical_k1``,
     ``lexical_b``); a candidate sharing no word with the query scores 0 and keeps its input order."""
 
