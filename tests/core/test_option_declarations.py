@@ -105,3 +105,13 @@ def test_every_declared_option_of_our_backends_is_in_its_family_page() -> None:
         page = (DOCS / f"{backend.FAMILY}.md").read_text(encoding="utf-8")
         missing += [row for row in options_table(backend.SETTINGS).splitlines() if row not in page]
     assert not missing, "rows to put in the family pages (from core.options.options_table):\n" + "\n".join(missing)
+
+
+def test_a_backend_built_from_others_accepts_every_option_of_its_parts() -> None:
+    """``hybrid_rrf`` reads bm25s's and faiss's settings, so it must accept their keys, declared either way."""
+    from rag_integration.feature_groups.connectors.retrieve import FaissDenseRetriever, HybridRrfRetriever
+
+    parts = Bm25sRetriever.declared_options() | FaissDenseRetriever.declared_options()
+    missing = parts - HybridRrfRetriever.declared_options() - {"retrieve_backend"}
+    assert not missing, missing
+    assert {"bm25_k1", "stemmer", "faiss_index", "rrf_k"} <= HybridRrfRetriever.declared_options()

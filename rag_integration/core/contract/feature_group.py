@@ -60,6 +60,14 @@ class SelectorFeatureGroup(FeatureGroup):
         return frozenset(keys)
 
     @classmethod
+    def own_options(cls) -> tuple[str, ...]:
+        """The keys this class itself declares (its ``OPTIONS`` and ``SETTINGS``), not its bases': what a backend
+        built from others (``hybrid_rrf``) adds up."""
+        settings = cls.__dict__.get("SETTINGS")
+        declared = tuple(spec.key for spec in option_specs(settings)) if settings is not None else ()
+        return (*cls.__dict__.get("OPTIONS", ()), *declared)
+
+    @classmethod
     def read_settings(cls, reader: OptionReader) -> Any:
         """The backend's options as a frozen, picklable dataclass, validated once per request: ``SETTINGS`` read
         from its declarations, or ``NoSettings``. Override to check options against each other."""

@@ -77,8 +77,8 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
 
     BACKEND: ClassVar[str | None] = "hybrid_rrf"
     OPTIONS: ClassVar[tuple[str, ...]] = (
-        *Bm25sRetriever.OPTIONS,
-        *FaissDenseRetriever.OPTIONS,
+        *Bm25sRetriever.own_options(),
+        *FaissDenseRetriever.own_options(),
         "rrf_k",
         "rrf_weights",
         "rrf_candidates",
