@@ -89,7 +89,19 @@ class BaseGenerateConnector(SelectorFeatureGroup, Generic[SettingsT]):
 
     @classmethod
     def respond(cls, query: str, passages: Sequence[Document], settings: SettingsT) -> Answer:
-        """The answer for one query over non-empty passages; usually ``compose(picked sentences, passages)``."""
+        """The answer for one query over non-empty passages; usually ``compose(picked sentences, passages)``.
+
+        Args:
+            query: one query of the request.
+            passages: the passages to answer from, in their incoming order, numbered from 1 for citations.
+            settings: what ``read_settings`` returned for the request.
+
+        Raises:
+            ConnectorError: a typed error of the backend's own (a remote model failing: ``RemoteServiceError``).
+
+        The base then runs ``check``: every sentence must be quoted from a passage it cites, else
+        ``GroundingError``; under ``on_error="row"`` that error becomes the query's row instead.
+        """
         raise NotImplementedError
 
 

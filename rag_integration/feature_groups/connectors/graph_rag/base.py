@@ -144,7 +144,16 @@ class BaseGraphRagConnector(SelectorFeatureGroup, Generic[SettingsT]):
 
     @classmethod
     def score_nodes(cls, graph: Graph, seeds: list[float], settings: SettingsT) -> Sequence[float]:
-        """One score per node (by position) from the query's seed scores; <= 0 means not relevant."""
+        """One score per node (by position) from the query's seed scores; <= 0 means not relevant.
+
+        Args:
+            graph: the nodes (documents) and weighted undirected edges, after the request's ``filters``.
+            seeds: each node's lexical match with the query, by position; at least one is positive.
+            settings: what ``read_settings`` returned for the request.
+
+        The base checks one finite score per node (else ``RankingContractError``), drops scores <= 0, ranks best
+        first with ties broken by doc_id, and cuts at ``top_k``.
+        """
         raise NotImplementedError
 
 

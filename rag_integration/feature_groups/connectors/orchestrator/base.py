@@ -150,11 +150,28 @@ class BaseOrchestratorConnector(SelectorFeatureGroup, Generic[SettingsT]):
 
     @classmethod
     def build_engine(cls, documents: Sequence[Document], settings: SettingsT) -> Any:
+        """The engine (a pipeline, a client) for this corpus, built once and cached under the corpus's fingerprint
+        and ``settings`` (``cached_engine``); only backends that call ``cached_engine`` need it.
+
+        Raises:
+            BackendUnavailableError: the library is not installed.
+        """
         raise NotImplementedError
 
     @classmethod
     def orchestrate(cls, request: OrchestratorRequest, settings: SettingsT) -> list[EngineAnswer]:
-        """What the engine answers for each query of ``request``, in order."""
+        """What the engine answers for each query of ``request``, in order.
+
+        Args:
+            request: the queries, the corpus every answer must be grounded in, ``top_k`` and the filters.
+            settings: what ``read_settings`` returned for the request.
+
+        Raises:
+            RemoteServiceError: a remote engine failed; ``DeadlineExceededError`` when its time ran out.
+
+        One ``EngineAnswer`` per query (else ``RankingContractError``); the base grounds each answer in the
+        corpus, mapping the engine's hits to doc_ids and refusing sentences that quote nothing.
+        """
         raise NotImplementedError
 
 

@@ -67,5 +67,17 @@ class BaseRerankConnector(SelectorFeatureGroup, Generic[SettingsT]):
 
     @classmethod
     def score(cls, query: str, texts: list[str], settings: SettingsT) -> Sequence[float]:
-        """One relevance score per text (higher is better), in the order given."""
+        """One relevance score per text (higher is better), in the order given.
+
+        Args:
+            query: one query of the request.
+            texts: the candidates' texts, in their incoming order (never empty).
+            settings: what ``read_settings`` returned for the request.
+
+        Raises:
+            BackendUnavailableError: the library or its model is missing (name the extra or the folder).
+
+        The base checks one finite score per text (else ``RankingContractError``), sorts best first and keeps the
+        incoming order among equal scores, then cuts at ``top_k``.
+        """
         raise NotImplementedError
