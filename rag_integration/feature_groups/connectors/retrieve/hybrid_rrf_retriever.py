@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.indexes.cache import approximate_bytes
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import OptionReader, option, read_options
 from rag_integration.core.ranking.fusion import MIN_RRF_K, read_rrf_weights, rrf_fuse
 from rag_integration.core.ranking.passages import AllowedMask, Hits
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
@@ -38,6 +38,35 @@ class HybridIndexSettings:
 
     bm25s: Bm25sIndexSettings
     faiss: FaissDenseIndexSettings
+
+
+@dataclass(frozen=True)
+class FusionOptions:
+    """The fusion's own options, as declared; ``read_settings`` checks the weights against the rankers."""
+
+    rrf_k: float = option(
+        "rrf_k",
+        "number",
+        "RRF constant: `score = Σ wᵢ / (rrf_k + rankᵢ)`",
+        default=60.0,
+        minimum=MIN_RRF_K,
+        shown_as="number > 0",
+    )
+    rrf_weights: list[Any] | None = option(
+        "rrf_weights",
+        "sequence",
+        "weights of the bm25s and faiss rankings",
+        default=None,
+        shown_as="list of 2 numbers",
+    )
+    rrf_candidates: int = option(
+        "rrf_candidates",
+        "integer",
+        "how deep each ranking is read before fusion",
+        default=100,
+        minimum=1,
+        shown_as="int",
+    )
 
 
 @dataclass(frozen=True)
@@ -79,21 +108,20 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
     OPTIONS: ClassVar[tuple[str, ...]] = (
         *Bm25sRetriever.own_options(),
         *FaissDenseRetriever.own_options(),
-        "rrf_k",
-        "rrf_weights",
-        "rrf_candidates",
     )
+    SETTINGS: ClassVar[type[Any] | None] = FusionOptions
     EXTRA: ClassVar[str | None] = "all"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = Bm25sRetriever.REQUIRED_MODULES + FaissDenseRetriever.REQUIRED_MODULES
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> HybridSettings:
+        fusion = read_options(FusionOptions, reader)
         return HybridSettings(
             bm25s=Bm25sRetriever.read_settings(reader),
             faiss=FaissDenseRetriever.read_settings(reader),
-            rrf_k=reader.number("rrf_k", default=60.0, minimum=MIN_RRF_K),
-            weights=tuple(read_rrf_weights(reader.raw("rrf_weights"), len(RANKERS))),
-            candidates=reader.integer("rrf_candidates", default=100, minimum=1),
+            rrf_k=fusion.rrf_k,
+            weights=tuple(read_rrf_weights(fusion.rrf_weights, len(RANKERS))),
+            candidates=fusion.rrf_candidates,
         )
 
     @classmethod
