@@ -272,29 +272,42 @@ def option(
     return spec.field()
 
 
-def option_specs(settings: type[Any]) -> tuple[OptionSpec, ...]:
-    """Every option a settings dataclass declares, its nested settings' included, in field order."""
+DeclaredFields = tuple[tuple[str, "OptionSpec | type[Any]"], ...]
+_DECLARED_FIELDS: dict[type[Any], DeclaredFields] = {}
+
+
+def _declared_fields(settings: type[Any]) -> DeclaredFields:
+    """``(field name, its OptionSpec or its nested settings class)`` per declared field, resolved once per class:
+    reading string annotations is too slow to repeat on every request and every match."""
+    known = _DECLARED_FIELDS.get(settings)
+    if known is not None:
+        return known
     hints = typing.get_type_hints(settings)
-    specs: list[OptionSpec] = []
+    declared: list[tuple[str, OptionSpec | type[Any]]] = []
     for field in dataclasses.fields(settings):
         spec = field.metadata.get(OPTION_METADATA)
         if spec is not None:
-            specs.append(spec)
+            declared.append((field.name, spec))
         elif dataclasses.is_dataclass(hints.get(field.name)):
-            specs.extend(option_specs(hints[field.name]))
+            declared.append((field.name, hints[field.name]))
+    _DECLARED_FIELDS[settings] = tuple(declared)
+    return _DECLARED_FIELDS[settings]
+
+
+def option_specs(settings: type[Any]) -> tuple[OptionSpec, ...]:
+    """Every option a settings dataclass declares, its nested settings' included, in field order."""
+    specs: list[OptionSpec] = []
+    for _, declared in _declared_fields(settings):
+        specs.extend([declared] if isinstance(declared, OptionSpec) else option_specs(declared))
     return tuple(specs)
 
 
 def read_options(settings: type[T], reader: OptionReader) -> T:
     """An instance of the settings dataclass with every declared option read (nested settings read alike)."""
-    hints = typing.get_type_hints(settings)
-    values: dict[str, Any] = {}
-    for field in dataclasses.fields(settings):  # type: ignore[arg-type]
-        spec = field.metadata.get(OPTION_METADATA)
-        if spec is not None:
-            values[field.name] = spec.read(reader)
-        elif dataclasses.is_dataclass(hints.get(field.name)):
-            values[field.name] = read_options(hints[field.name], reader)
+    values = {
+        name: declared.read(reader) if isinstance(declared, OptionSpec) else read_options(declared, reader)
+        for name, declared in _declared_fields(settings)
+    }
     return settings(**values)
 
 

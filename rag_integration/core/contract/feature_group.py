@@ -50,10 +50,7 @@ class SelectorFeatureGroup(FeatureGroup):
         its bases."""
         keys: set[str] = set()
         for klass in cls.__mro__:
-            keys.update(klass.__dict__.get("OPTIONS", ()))
-            settings = klass.__dict__.get("SETTINGS")
-            if settings is not None:
-                keys.update(spec.key for spec in option_specs(settings))
+            keys.update(_own_options(klass))
         keys.add(cls.SELECTOR)
         for source in cls.SOURCES:
             keys.update((source.inline, source.upstream))
@@ -63,9 +60,7 @@ class SelectorFeatureGroup(FeatureGroup):
     def own_options(cls) -> tuple[str, ...]:
         """The keys this class itself declares (its ``OPTIONS`` and ``SETTINGS``), not its bases': what a backend
         built from others (``hybrid_rrf``) adds up."""
-        settings = cls.__dict__.get("SETTINGS")
-        declared = tuple(spec.key for spec in option_specs(settings)) if settings is not None else ()
-        return (*cls.__dict__.get("OPTIONS", ()), *declared)
+        return _own_options(cls)
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> Any:
@@ -278,3 +273,10 @@ def _refuse_unwritable(options: Options) -> None:
         for key, value in part.items():
             if isinstance(value, UnwritableOption):
                 raise InvalidOptionError(key, value, UNWRITABLE_EXPECTED)
+
+
+def _own_options(klass: type) -> tuple[str, ...]:
+    """The keys ``klass`` itself declares in ``OPTIONS`` and ``SETTINGS`` (none for a class that is not ours)."""
+    settings = klass.__dict__.get("SETTINGS")
+    declared = tuple(spec.key for spec in option_specs(settings)) if settings is not None else ()
+    return (*klass.__dict__.get("OPTIONS", ()), *declared)

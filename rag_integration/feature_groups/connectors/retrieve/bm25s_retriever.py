@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -60,6 +61,15 @@ class Bm25sIndex:
         vocabulary = {name: getattr(self.tokenizer, name) for name in TOKENIZER_VOCABULARY}
         return (_restore_index, (self.retriever, vocabulary, self.settings))
 
+    @functools.cached_property
+    def term_document_matrix(self) -> Any:
+        """bm25s's score arrays (one row of document scores per term) as a SciPy CSR matrix sharing their data,
+        made on the first threaded search and kept with the index."""
+        sparse = require_module("scipy.sparse", "bm25s", "connectors")
+        scores = self.retriever.scores
+        shape = (len(scores["indptr"]) - 1, scores["num_docs"])
+        return sparse.csr_matrix((scores["data"], scores["indices"], scores["indptr"]), shape=shape)
+
 
 def _restore_index(retriever: Any, vocabulary: dict[str, Any], settings: Bm25sIndexSettings) -> Bm25sIndex:
     tokenizer = _tokenizer(settings)
@@ -111,7 +121,7 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
                 best_positive_hits(retriever.get_scores_from_ids(ids, weight_mask=weight_mask), depth) if ids else []
                 for ids in query_ids
             ]
-        matrix = _term_document_matrix(retriever)
+        matrix = index.term_document_matrix
         size = max(1, min(MAX_BLOCK_QUERIES, BLOCK_SCORES // max(1, matrix.shape[1])))
         blocks = [query_ids[start : start + size] for start in range(0, len(query_ids), size)]
         with ThreadPoolExecutor(max_workers=settings.threads) as pool:
@@ -158,23 +168,14 @@ def _tokenizer(settings: Bm25sIndexSettings) -> Any:
     return bm25s.tokenization.Tokenizer(stopwords="en", stemmer=stemmer)
 
 
-def _term_document_matrix(retriever: Any) -> Any:
-    """bm25s's score arrays (one row of document scores per term) as a SciPy CSR matrix, sharing their data."""
-    sparse = require_module("scipy.sparse", "bm25s", "connectors")
-    scores = retriever.scores
-    shape = (len(scores["indptr"]) - 1, scores["num_docs"])
-    return sparse.csr_matrix((scores["data"], scores["indices"], scores["indptr"]), shape=shape)
-
-
 def _block_hits(matrix: Any, block: list[list[int]], depth: int, weight_mask: Any) -> list[Hits]:
     """The hits of a block of queries (term ids, repeats kept) from one product of their term counts and the
     matrix: each document's score is summed over the query's terms in query order, as bm25s sums it."""
-    sparse = require_module("scipy.sparse", "bm25s", "connectors")
     pointers = np.zeros(len(block) + 1, dtype=np.int64)
     np.cumsum([len(ids) for ids in block], out=pointers[1:])
     terms = np.fromiter((token for ids in block for token in ids), dtype=np.int64, count=int(pointers[-1]))
     counts = np.ones(len(terms), dtype=matrix.dtype)
-    product = sparse.csr_matrix((counts, terms, pointers), shape=(len(block), matrix.shape[0])) @ matrix
+    product = type(matrix)((counts, terms, pointers), shape=(len(block), matrix.shape[0])) @ matrix
     rows = product.indptr.tolist()
     hits = []
     for row in range(len(block)):
