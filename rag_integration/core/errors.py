@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import reprlib
 from collections.abc import Sequence
-from typing import Any
 
 
 class _ShortRepr(reprlib.Repr):
@@ -28,7 +27,7 @@ _SHORT_REPR.maxlist = 4
 _SHORT_REPR.maxdict = 4
 
 
-def short_repr(value: Any) -> str:
+def short_repr(value: object) -> str:
     """A repr that stays readable even for a 10k-document corpus."""
     return _SHORT_REPR.repr(value)
 
@@ -49,7 +48,7 @@ class MissingOptionError(ConnectorError):
 class InvalidOptionError(ConnectorError):
     """An option is present but has the wrong type or value."""
 
-    def __init__(self, option: str, value: Any, expected: str) -> None:
+    def __init__(self, option: str, value: object, expected: str) -> None:
         self.option = option
         self.value = value
         super().__init__(f"option '{option}' got {short_repr(value)} ({type(value).__name__}): expected {expected}")
@@ -58,7 +57,7 @@ class InvalidOptionError(ConnectorError):
 class UnknownOptionError(InvalidOptionError):
     """A request carries an option key that no feature group in it declares (a typo, or an option of another backend)."""
 
-    def __init__(self, option: str, value: Any, suggestions: Sequence[str] = (), *, hint: str = "") -> None:
+    def __init__(self, option: str, value: object, suggestions: Sequence[str] = (), *, hint: str = "") -> None:
         self.option = option
         self.value = value
         self.suggestions = tuple(suggestions)
@@ -75,7 +74,13 @@ class UnknownBackendError(InvalidOptionError):
     """A selector option names no backend enabled for this run."""
 
     def __init__(
-        self, option: str, value: Any, valid: Sequence[str], *, not_enabled: str = "", suggestions: Sequence[str] = ()
+        self,
+        option: str,
+        value: object,
+        valid: Sequence[str],
+        *,
+        not_enabled: str = "",
+        suggestions: Sequence[str] = (),
     ) -> None:
         self.option = option
         self.value = value
@@ -157,7 +162,7 @@ class BackendUnavailableError(ConnectorError):
 class DatasetFormatError(ConnectorError):
     """An evaluation dataset file is missing or malformed; the message names the file, the line and what is expected."""
 
-    def __init__(self, path: Any, line: int | None, problem: str, expected: str) -> None:
+    def __init__(self, path: object, line: int | None, problem: str, expected: str) -> None:
         self.path = str(path)
         self.line = line
         where = f"{self.path}, line {line}" if line is not None else self.path

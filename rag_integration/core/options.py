@@ -6,10 +6,10 @@ import dataclasses
 import math
 import os
 import typing
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 
@@ -17,7 +17,7 @@ from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 class OptionSource(Protocol):
     """What we need of mloda's ``Options`` (or a plain dict): a ``get`` that looks in group, then context."""
 
-    def get(self, key: str, default: Any = None) -> Any: ...
+    def get(self, key: str, default: None = None) -> object: ...
 
 
 class _Missing:
@@ -25,8 +25,10 @@ class _Missing:
         return "<required>"
 
 
-REQUIRED: Any = _Missing()
+REQUIRED: Final = _Missing()
+"""The default of an option that must be given: reading it absent is a ``MissingOptionError``."""
 T = TypeVar("T")
+D = TypeVar("D")
 SettingsT = TypeVar("SettingsT")
 """A backend's settings type, which family bases are generic over (``BaseRerankConnector[LexicalSettings]``)."""
 
@@ -34,11 +36,11 @@ SettingsT = TypeVar("SettingsT")
 class OptionReader:
     """Reads one request's options with the checks the SPEC promises (bools are not ints, ints are not strs)."""
 
-    def __init__(self, options: OptionSource | Mapping[str, Any], owner: str = "") -> None:
+    def __init__(self, options: OptionSource | Mapping[str, object], owner: str = "") -> None:
         self._options = options
         self.owner = owner
 
-    def raw(self, key: str) -> Any:
+    def raw(self, key: str) -> object:
         """The value as given, or None when absent. A request never carries an explicit None: it is refused while
         mloda matches the request (``core.contract.declarations``), so None here always means the key was left out."""
         return self._options.get(key)
@@ -59,12 +61,12 @@ class OptionReader:
             raise TypeError(f"cannot copy options of type {type(self._options).__name__}")
         return OptionReader({key: value for key, value in merged.items() if key not in without}, self.owner)
 
-    def _absent(self, key: str, default: Any, expected: str) -> Any:
-        if default is REQUIRED:
+    def _absent(self, key: str, default: D | _Missing, expected: str) -> D:
+        if isinstance(default, _Missing):
             raise MissingOptionError(key, expected, owner=self.owner or None)
         return default
 
-    def string(self, key: str, *, default: Any = REQUIRED, allow_empty: bool = False) -> Any:
+    def string(self, key: str, *, default: D | _Missing = REQUIRED, allow_empty: bool = False) -> str | D:
         value = self.raw(key)
         expected = "a string" if allow_empty else "a non-empty string"
         if value is None:
@@ -73,7 +75,7 @@ class OptionReader:
             raise InvalidOptionError(key, value, expected)
         return value
 
-    def string_or_strings(self, key: str, *, default: Any = REQUIRED) -> Any:
+    def string_or_strings(self, key: str, *, default: D | _Missing = REQUIRED) -> str | list[str] | D:
         """A str, or a non-empty list/tuple of str (used for one query or a batch of queries)."""
         value = self.raw(key)
         expected = "a string or a non-empty list of strings"
@@ -86,8 +88,8 @@ class OptionReader:
         raise InvalidOptionError(key, value, expected)
 
     def integer(
-        self, key: str, *, default: Any = REQUIRED, minimum: int | None = None, maximum: int | None = None
-    ) -> Any:
+        self, key: str, *, default: D | _Missing = REQUIRED, minimum: int | None = None, maximum: int | None = None
+    ) -> int | D:
         value = self.raw(key)
         expected = _range_text("an int", minimum, maximum)
         if value is None:
@@ -102,11 +104,11 @@ class OptionReader:
         self,
         key: str,
         *,
-        default: Any = REQUIRED,
+        default: D | _Missing = REQUIRED,
         minimum: float | None = None,
         maximum: float | None = None,
         exclusive_minimum: bool = False,
-    ) -> Any:
+    ) -> float | D:
         value = self.raw(key)
         expected = _range_text("a finite number", minimum, maximum, exclusive_minimum)
         if value is None:
@@ -120,7 +122,7 @@ class OptionReader:
             raise InvalidOptionError(key, value, expected)
         return number
 
-    def boolean(self, key: str, *, default: Any = REQUIRED) -> Any:
+    def boolean(self, key: str, *, default: D | _Missing = REQUIRED) -> bool | D:
         value = self.raw(key)
         if value is None:
             return self._absent(key, default, "a bool")
@@ -128,7 +130,7 @@ class OptionReader:
             raise InvalidOptionError(key, value, "a bool (True or False)")
         return value
 
-    def choice(self, key: str, choices: Collection[str], *, default: Any = REQUIRED) -> Any:
+    def choice(self, key: str, choices: Collection[str], *, default: D | _Missing = REQUIRED) -> str | D:
         value = self.raw(key)
         expected = "one of " + ", ".join(repr(choice) for choice in sorted(choices))
         if value is None:
@@ -137,7 +139,7 @@ class OptionReader:
             raise InvalidOptionError(key, value, expected)
         return value
 
-    def path(self, key: str, *, default: Any = REQUIRED) -> Any:
+    def path(self, key: str, *, default: D | _Missing = REQUIRED) -> Path | D:
         """A filesystem path given as a non-empty str or an ``os.PathLike``."""
         value = self.raw(key)
         if value is None:
@@ -146,7 +148,7 @@ class OptionReader:
             return Path(value)
         raise InvalidOptionError(key, value, "a path (str or os.PathLike)")
 
-    def sequence(self, key: str, *, default: Any = REQUIRED) -> Any:
+    def sequence(self, key: str, *, default: D | _Missing = REQUIRED) -> list[object] | D:
         value = self.raw(key)
         if value is None:
             return self._absent(key, default, "a list")
@@ -181,7 +183,7 @@ class OptionSpec:
     key: str
     kind: str
     help: str
-    default: Any = REQUIRED
+    default: object = REQUIRED
     minimum: float | None = None
     maximum: float | None = None
     exclusive_minimum: bool = False
@@ -196,7 +198,7 @@ class OptionSpec:
         if (self.kind == "choice") != bool(self.choices):
             raise ValueError(f"option {self.key!r}: choices go with kind 'choice', and only with it")
 
-    def read(self, reader: OptionReader) -> Any:
+    def read(self, reader: OptionReader) -> object:
         """The request's value, checked as declared, or the default."""
         if self.kind == "integer":
             minimum = None if self.minimum is None else int(self.minimum)
@@ -214,8 +216,13 @@ class OptionSpec:
             return reader.choice(self.key, self.choices, default=self.default)
         if self.kind == "string":
             return reader.string(self.key, default=self.default, allow_empty=self.allow_empty)
-        reading: Any = getattr(reader, self.kind)
-        return reading(self.key, default=self.default)
+        readers: dict[str, Callable[..., object]] = {
+            "boolean": reader.boolean,
+            "path": reader.path,
+            "sequence": reader.sequence,
+            "string_or_strings": reader.string_or_strings,
+        }
+        return readers[self.kind](self.key, default=self.default)
 
     def field(self) -> Any:
         """A dataclass field carrying this declaration (a fresh one per class that uses it), with the option's
@@ -260,7 +267,7 @@ def option(
     kind: str,
     help: str,
     *,
-    default: Any = REQUIRED,
+    default: object = REQUIRED,
     minimum: float | None = None,
     maximum: float | None = None,
     exclusive_minimum: bool = False,
@@ -272,18 +279,20 @@ def option(
     return spec.field()
 
 
-DeclaredFields = tuple[tuple[str, "OptionSpec | type[Any]"], ...]
-_DECLARED_FIELDS: dict[type[Any], DeclaredFields] = {}
+DeclaredFields = tuple[tuple[str, "OptionSpec | type[object]"], ...]
+_DECLARED_FIELDS: dict[type[object], DeclaredFields] = {}
 
 
-def _declared_fields(settings: type[Any]) -> DeclaredFields:
+def _declared_fields(settings: type[object]) -> DeclaredFields:
     """``(field name, its OptionSpec or its nested settings class)`` per declared field, resolved once per class:
     reading string annotations is too slow to repeat on every request and every match."""
     known = _DECLARED_FIELDS.get(settings)
     if known is not None:
         return known
+    if not dataclasses.is_dataclass(settings):
+        raise TypeError(f"{settings.__name__} is not a settings dataclass")
     hints = typing.get_type_hints(settings)
-    declared: list[tuple[str, OptionSpec | type[Any]]] = []
+    declared: list[tuple[str, OptionSpec | type[object]]] = []
     for field in dataclasses.fields(settings):
         spec = field.metadata.get(OPTION_METADATA)
         if spec is not None:
@@ -294,7 +303,7 @@ def _declared_fields(settings: type[Any]) -> DeclaredFields:
     return _DECLARED_FIELDS[settings]
 
 
-def option_specs(settings: type[Any]) -> tuple[OptionSpec, ...]:
+def option_specs(settings: type[object]) -> tuple[OptionSpec, ...]:
     """Every option a settings dataclass declares, its nested settings' included, in field order."""
     specs: list[OptionSpec] = []
     for _, declared in _declared_fields(settings):
@@ -311,7 +320,7 @@ def read_options(settings: type[T], reader: OptionReader) -> T:
     return settings(**values)
 
 
-def options_table(settings: type[Any]) -> str:
+def options_table(settings: type[object]) -> str:
     """The Markdown rows of the docs' options tables (option, type, default, meaning) for ``settings``."""
     return "\n".join(
         f"| `{spec.key}` | {spec.type_text()} | {spec.default_text()} | {spec.help} |"

@@ -14,13 +14,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 LOGGER = logging.getLogger("rag_integration")
 
 _ENABLED: contextvars.ContextVar[bool] = contextvars.ContextVar("rag_integration_show_progress", default=False)
 _DISPLAY_LOCK = threading.Lock()
-_display: Any = None
+_display: Progress | None = None
 """The rich ``Progress`` open in this process (shared by every thread), or None."""
 
 Advance = Callable[[int], None]
@@ -39,10 +42,16 @@ def showing_progress(enabled: bool) -> Iterator[None]:
 @contextlib.contextmanager
 def progress_display(enabled: bool = True) -> Iterator[None]:
     """One live display on stderr for every step inside, nested or not; with ``enabled`` False, nothing is drawn."""
-    global _display
     if not enabled:
         yield
         return
+    with _live_display():
+        yield
+
+
+@contextlib.contextmanager
+def _live_display() -> Iterator[Progress]:
+    global _display
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -59,7 +68,7 @@ def progress_display(enabled: bool = True) -> Iterator[None]:
     display.start()
     try:
         with showing_progress(True):
-            yield
+            yield display
     finally:
         display.stop()
         with _DISPLAY_LOCK:
@@ -85,10 +94,7 @@ def _task(description: str, total: int | None) -> Iterator[Advance]:
         yield _ignore
         return
     with contextlib.ExitStack() as stack:
-        display = _display
-        if display is None:
-            stack.enter_context(progress_display())
-            display = _display
+        display = _display if _display is not None else stack.enter_context(_live_display())
         task = display.add_task(description, total=total)
         try:
             yield lambda done: display.advance(task, done)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mloda.provider import ComputeFramework, FeatureGroup, FeatureSet
 from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 
 from rag_integration.core.contract.declarations import check_request_options, check_selector
-from rag_integration.core.contract.frames import FrameAdapter, adapter_for, framework_classes
+from rag_integration.core.contract.frames import AnyAdapter, adapter_for, framework_classes
 from rag_integration.core.contract.schema import Shape, passages_shape
 from rag_integration.core.contract.sources import Source
 from rag_integration.core.deadline import DEADLINE_OPTION, Deadline, check_deadline, deadline_scope
@@ -18,6 +18,9 @@ from rag_integration.core.errors import ConnectorError, InvalidOptionError, shor
 from rag_integration.core.extras import modules_installed
 from rag_integration.core.options import NoSettings, OptionReader, option_specs, read_options
 from rag_integration.core.progress import showing_progress, step
+
+if TYPE_CHECKING:
+    from rag_integration.core.contract.frames import ReadableFrame
 
 
 class SelectorFeatureGroup(FeatureGroup):
@@ -133,7 +136,7 @@ class SelectorFeatureGroup(FeatureGroup):
         return framework_classes()
 
     @classmethod
-    def calculate_feature(cls, data: Any, features: FeatureSet) -> Any:
+    def calculate_feature(cls, data: object, features: FeatureSet) -> object:
         options = _single_request_options(features, cls.FEATURE_NAME)
         _refuse_unwritable(options)
         reader = OptionReader(options, owner=f"{cls.__name__} ({cls.FEATURE_NAME})")
@@ -146,7 +149,7 @@ class SelectorFeatureGroup(FeatureGroup):
             return cls.answer_frame(adapter, data, reader)
 
     @classmethod
-    def answer_frame(cls, adapter: FrameAdapter, data: Any, reader: OptionReader) -> Any:
+    def answer_frame(cls, adapter: AnyAdapter, data: object, reader: OptionReader) -> object:
         """The framework's own output: upstream rows read once, answered, and the typed column appended."""
         readable = adapter.readable(data)
         values = list(cls.answer(readable, reader)[cls.FEATURE_NAME])
@@ -159,7 +162,7 @@ class SelectorFeatureGroup(FeatureGroup):
         return passages_shape(reader.boolean("return_metadata", default=False))
 
     @classmethod
-    def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
+    def answer(cls, data: ReadableFrame | None, reader: OptionReader) -> Mapping[str, Any]:
         """Answer one request; ``data`` carries the upstream features' columns (None for a root)."""
         raise NotImplementedError
 
@@ -243,7 +246,7 @@ class UnwritableOption:
 
     __slots__ = ("text",)
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: object) -> None:
         self.text = short_repr(value)
 
     def __repr__(self) -> str:

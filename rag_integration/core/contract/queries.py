@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag_integration.core.contract.feature_group import source_feature_name
 from rag_integration.core.contract.frames import column_values
@@ -19,8 +19,11 @@ from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.options import REQUIRED, OptionReader
 from rag_integration.core.unicode_text import require_valid_text, require_valid_texts
 
+if TYPE_CHECKING:
+    from rag_integration.core.contract.frames import ReadableFrame
 
-def read_queries(reader: OptionReader, data: Any) -> list[str]:
+
+def read_queries(reader: OptionReader, data: ReadableFrame | None) -> list[str]:
     """``query_text`` (a str or a list of str) or the rows of the upstream feature named by ``queries_source``, each
     valid Unicode (``core.unicode_text``)."""
     if reader.has(QUERIES.inline) and reader.has(QUERIES.upstream):
@@ -44,7 +47,7 @@ def read_queries(reader: OptionReader, data: Any) -> list[str]:
     return list(query_text)
 
 
-def read_corpus(reader: OptionReader, data: Any) -> Sequence[Document]:
+def read_corpus(reader: OptionReader, data: ReadableFrame | None) -> Sequence[Document]:
     """``corpus`` (document dicts) or the rows of the upstream feature named by ``corpus_source``."""
     if reader.has(CORPUS.inline) and reader.has(CORPUS.upstream):
         raise InvalidOptionError(CORPUS.upstream, reader.raw(CORPUS.upstream), "either corpus or corpus_source")
@@ -66,7 +69,9 @@ class QueryRow:
     option: str
 
 
-def query_rows(reader: OptionReader, data: Any, inline_option: str, inline: Any, source_option: str) -> list[QueryRow]:
+def query_rows(
+    reader: OptionReader, data: ReadableFrame | None, inline_option: str, inline: Any, source_option: str
+) -> list[QueryRow]:
     """Pair queries with items. Inline items (read from ``inline_option`` by the caller) serve every query, one row
     per query; an upstream feature gives one row per upstream row, answered by the single query or by the query
     at the same position."""
@@ -91,7 +96,7 @@ def query_rows(reader: OptionReader, data: Any, inline_option: str, inline: Any,
 
 
 def passage_requests(
-    reader: OptionReader, data: Any, inline_option: str, source_option: str
+    reader: OptionReader, data: ReadableFrame | None, inline_option: str, source_option: str
 ) -> list[tuple[str, list[Document]]]:
     """(query, passages) per output row: items read as passages (see ``read_passages``), in the given order, with
     those failing ``filters`` removed, so a filtered passage is never ranked, drawn from or cited."""

@@ -50,20 +50,24 @@ def holds_json(shape: Shape) -> bool:
     return bool(shape == JSON)
 
 
-def encode(value: Any, shape: Shape, where: str) -> Any:
+def encode(value: object, shape: Shape, where: str) -> object:
     """``value`` with every ``JSON`` part turned into its JSON text, checked to read back unchanged."""
     if value is None:
         return None
     if isinstance(shape, dict):
+        if not isinstance(value, Mapping):
+            raise InvalidOptionError(where, value, "a dict of " + ", ".join(shape))
         return {name: encode(value.get(name), field, f"{where}.{name}") for name, field in shape.items()}
     if isinstance(shape, list):
+        if not isinstance(value, (list, tuple)):
+            raise InvalidOptionError(where, value, "a list")
         return [encode(item, shape[0], f"{where}[{position}]") for position, item in enumerate(value)]
     if shape == JSON:
         return json_text(value, where)
     return value
 
 
-def json_text(value: Any, where: str) -> str:
+def json_text(value: object, where: str) -> str:
     """JSON text that decodes to a value equal to ``value`` and of the same types (no tuple turns into a list, no
     int key into a str, no NaN or date slips through)."""
     try:
@@ -81,12 +85,12 @@ _JSON_EXPECTED = (
 )
 
 
-def _same_json(decoded: Any, original: Any) -> bool:
+def _same_json(decoded: object, original: object) -> bool:
     if type(decoded) is not type(original) and not (isinstance(original, Mapping) and isinstance(decoded, dict)):
         return False
-    if isinstance(original, Mapping):
+    if isinstance(original, Mapping) and isinstance(decoded, dict):
         return decoded.keys() == original.keys() and all(_same_json(decoded[k], original[k]) for k in original)
-    if isinstance(original, list):
+    if isinstance(original, list) and isinstance(decoded, list):
         return len(decoded) == len(original) and all(_same_json(d, o) for d, o in zip(decoded, original, strict=True))
     return bool(decoded == original)
 

@@ -24,7 +24,7 @@ class Document(NamedTuple):
     metadata: Mapping[str, Any] = MappingProxyType({})
 
 
-def read_documents(raw: Any, option: str) -> list[Document]:
+def read_documents(raw: object, option: str) -> list[Document]:
     """Validate and normalise a list of document dicts; duplicate effective doc_ids are an error, and so is a text or
     doc_id that is not valid Unicode (``core.unicode_text.InvalidTextError``)."""
     if isinstance(raw, Corpus):
@@ -67,7 +67,7 @@ READ_CHECK_EVERY = 4_096
 PASSAGE_ONLY_KEYS = ("score", "rank", "metadata")
 
 
-def read_passages(raw: Any, option: str) -> list[Document]:
+def read_passages(raw: object, option: str) -> list[Document]:
     """Passages (from retrieve or rerank) or plain documents, in the given order.
 
     An incoming ``score`` and ``rank`` belong to the previous step and are dropped; a passage's ``metadata`` dict
@@ -96,14 +96,14 @@ def _own_metadata(extra: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     return MappingProxyType({**rest, **nested})
 
 
-def _json_object(text: str) -> Any:
+def _json_object(text: str) -> object:
     try:
         return json.loads(text)
     except ValueError:
         return text
 
 
-def read_document(item: Any, option: str, position: int) -> Document:
+def read_document(item: object, option: str, position: int) -> Document:
     if isinstance(item, Document):
         return item
     if not isinstance(item, Mapping):
@@ -166,7 +166,7 @@ class MetadataFilter:
     allowed: Mapping[str, tuple[Any, ...]]
 
     @classmethod
-    def from_option(cls, raw: Any, option: str = "filters") -> MetadataFilter | None:
+    def from_option(cls, raw: object, option: str = "filters") -> MetadataFilter | None:
         if raw is None:
             return None
         if not isinstance(raw, Mapping):
@@ -197,7 +197,7 @@ class MetadataFilter:
         return [document for document in documents if self.accepts(document)]
 
 
-def _same_value(actual: Any, wanted: Any) -> bool:
+def _same_value(actual: object, wanted: object) -> bool:
     """Equality that does not let True match 1 or 1.0 match True."""
     if isinstance(actual, bool) != isinstance(wanted, bool):
         return False
@@ -217,9 +217,10 @@ class Corpus(Sequence[Document]):
 
     __slots__ = ("_documents", "_fingerprint")
 
-    def __init__(self, documents: Iterable[Any], option: str = "corpus") -> None:
-        iterable = isinstance(documents, Iterable) and not isinstance(documents, (Sequence, Mapping))
-        raw = list(documents) if iterable else documents  # anything else is refused by read_documents, typed
+    def __init__(self, documents: object, option: str = "corpus") -> None:
+        raw = documents  # anything but a sequence or another iterable is refused by read_documents, typed
+        if isinstance(documents, Iterable) and not isinstance(documents, (Sequence, Mapping)):
+            raw = list(documents)
         self._documents: tuple[Document, ...] = tuple(read_documents(raw, option))
         self._fingerprint: str | None = None
 
@@ -258,9 +259,9 @@ class Corpus(Sequence[Document]):
     def __copy__(self) -> Corpus:
         return self
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> Corpus:
+    def __deepcopy__(self, memo: dict[int, object]) -> Corpus:
         return self
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[type[Corpus], tuple[list[dict[str, object]]]]:
         plain = [{"doc_id": doc.doc_id, "text": doc.text, **doc.metadata} for doc in self._documents]
         return (Corpus, (plain,))

@@ -16,11 +16,12 @@ import os
 import pickle
 import sys
 import threading
+import typing
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
 from rag_integration.core.indexes.store import (
@@ -48,7 +49,7 @@ class IndexKey:
     corpus_fingerprint: str
 
     @classmethod
-    def of(cls, backend: str, settings: Any, corpus_fingerprint: str) -> IndexKey:
+    def of(cls, backend: str, settings: object, corpus_fingerprint: str) -> IndexKey:
         """The key for index settings given as a frozen dataclass (or a plain mapping), as canonical JSON."""
         if dataclasses.is_dataclass(settings) and not isinstance(settings, type):
             fields = dataclasses.asdict(settings)
@@ -90,6 +91,7 @@ class _KeyLock:
 
 
 _MISSING = object()
+IndexT = TypeVar("IndexT")
 
 
 class IndexCache:
@@ -101,7 +103,7 @@ class IndexCache:
     lock of their key, so a cold build never blocks another key's hits and one key is never built twice at once."""
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        self._entries: OrderedDict[IndexKey, Any] = OrderedDict()
+        self._entries: OrderedDict[IndexKey, object] = OrderedDict()
         self._sizes: dict[IndexKey, int] = {}
         self._marks: dict[IndexKey, _StoredMark] = {}
         self._key_locks: dict[IndexKey, _KeyLock] = {}
@@ -137,30 +139,33 @@ class IndexCache:
     def get_or_build(
         self,
         key: IndexKey,
-        build: Callable[[], Any],
+        build: Callable[[], IndexT],
         *,
         index_dir: str | os.PathLike[str] | None = None,
-        save: Callable[[Any, Path], None] | None = None,
-        load: Callable[[Path], Any] | None = None,
-    ) -> Any:
+        save: Callable[[IndexT, Path], None] | None = None,
+        load: Callable[[Path], IndexT] | None = None,
+    ) -> IndexT:
         """The index for ``key``: from memory, else loaded from ``index_dir``, else built (and saved there). A stored
         index that fails its checks (``IndexMismatchError``) is logged, rebuilt and written again. On a hit the store
         is checked again (and written again if it changed) only when its ``CURRENT`` file changed."""
         folder = Path(index_dir) / key.folder_name() if index_dir is not None else None
-        index = self._hit(key)
-        if index is not _MISSING:
+        kept = self._hit(key)
+        if kept is not _MISSING:
+            index = _as_index(kept, build)
             if folder is not None and save is not None:
                 self._keep_stored(key, folder, index, save)
             return index
         with self._key_lock(key):
-            index = self._hit(key)
-            if index is not _MISSING:
-                return index
-            index, mark = None, None
+            kept = self._hit(key)
+            if kept is not _MISSING:
+                return _as_index(kept, build)
+            loaded: IndexT | None = None
+            mark: _StoredMark | None = None
             if folder is not None and load is not None:
                 with step(f"loading the {key.backend} index from {folder}"):
-                    index, mark = _load(folder, key, load)
-            if index is not None:
+                    loaded, mark = _load(folder, key, load)
+            if loaded is not None:
+                index = loaded
                 with self._lock:
                     self.stats.loads += 1
             else:
@@ -173,30 +178,30 @@ class IndexCache:
             self._remember(key, index, mark)
             return index
 
-    def get_or_load(self, key: IndexKey, load: Callable[[], Any]) -> Any:
+    def get_or_load(self, key: IndexKey, load: Callable[[], IndexT]) -> IndexT:
         """The index for ``key`` from memory, else read by ``load`` from a folder this cache does not manage (a
         vector store written by the pipeline): counted as a load, since nothing is built."""
-        index = self._hit(key)
-        if index is not _MISSING:
-            return index
+        kept = self._hit(key)
+        if kept is not _MISSING:
+            return _as_index(kept, load)
         with self._key_lock(key):
-            index = self._hit(key)
-            if index is not _MISSING:
-                return index
+            kept = self._hit(key)
+            if kept is not _MISSING:
+                return _as_index(kept, load)
             index = load()
             with self._lock:
                 self.stats.loads += 1
             self._remember(key, index)
             return index
 
-    def install(self, key: IndexKey, index: Any) -> None:
+    def install(self, key: IndexKey, index: object) -> None:
         """Put an index built elsewhere (unpickled on a Spark executor) under ``key``; counted in ``installs``,
         never as a build. With ``capacity`` 0 nothing is kept, as for a built index."""
         with self._lock:
             self.stats.installs += 1
         self._remember(key, index)
 
-    def _hit(self, key: IndexKey) -> Any:
+    def _hit(self, key: IndexKey) -> object:
         with self._lock:
             if key not in self._entries:
                 return _MISSING
@@ -218,7 +223,7 @@ class IndexCache:
                 if slot.users == 0:
                     del self._key_locks[key]
 
-    def _keep_stored(self, key: IndexKey, folder: Path, index: Any, save: Callable[[Any, Path], None]) -> None:
+    def _keep_stored(self, key: IndexKey, folder: Path, index: IndexT, save: Callable[[IndexT, Path], None]) -> None:
         """Write a kept index to its store again when the store no longer holds it intact; the store is verified
         (listed and hashed) only when ``CURRENT`` changed since it was last verified or written.
 
@@ -250,7 +255,7 @@ class IndexCache:
                 if key in self._entries:
                     self._set_mark(key, new_mark)
 
-    def _remember(self, key: IndexKey, index: Any, mark: _StoredMark | None = None) -> None:
+    def _remember(self, key: IndexKey, index: object, mark: _StoredMark | None = None) -> None:
         if self.capacity <= 0:
             return
         size = approximate_bytes(index)
@@ -282,13 +287,19 @@ class _ByteCounter:
     def __init__(self) -> None:
         self.count = 0
 
-    def write(self, chunk: Any) -> int:
+    def write(self, chunk: bytes | bytearray | memoryview) -> int:
         size = memoryview(chunk).nbytes
         self.count += size
         return size
 
 
-def approximate_bytes(index: Any) -> int:
+def _as_index(kept: object, made_by: Callable[..., IndexT]) -> IndexT:
+    """A kept index as the type its maker makes: a key names its backend and settings, so what is kept under it
+    was made by the same maker."""
+    return typing.cast(IndexT, kept)
+
+
+def approximate_bytes(index: object) -> int:
     """An index's size: its own ``nbytes`` when it has one (the arrays it holds, measured without copying), else
     its pickle counted as it is written rather than built in memory; an object that does not pickle counts its
     shallow size."""
@@ -310,7 +321,7 @@ def _mark(folder: Path, version: str, state: tuple[int, int, int] | None) -> _St
     return _StoredMark(version, state)
 
 
-def _load(folder: Path, key: IndexKey, load: Callable[[Path], Any]) -> tuple[Any, _StoredMark | None]:
+def _load(folder: Path, key: IndexKey, load: Callable[[Path], IndexT]) -> tuple[IndexT | None, _StoredMark | None]:
     """The index stored in ``folder`` and its mark, or None when there is none or it fails a check (logged: it is
     rebuilt)."""
 
@@ -331,7 +342,7 @@ def _load(folder: Path, key: IndexKey, load: Callable[[Path], Any]) -> tuple[Any
     return found[1], _mark(folder, found[0].name, state)
 
 
-def _save(folder: Path, key: IndexKey, index: Any, save: Callable[[Any, Path], None]) -> _StoredMark | None:
+def _save(folder: Path, key: IndexKey, index: IndexT, save: Callable[[IndexT, Path], None]) -> _StoredMark | None:
     version = write_store(folder, key.claim(), lambda staging: save(index, staging))
     return _mark(folder, version, pointer_state(folder))
 
@@ -348,7 +359,7 @@ def configure_index_cache(*, max_entries: int | None = None, max_bytes: int | No
     INDEX_CACHE.resize(entries, size)
 
 
-def _bound(name: str, value: Any) -> int:
+def _bound(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidOptionError(name, value, "an int >= 0")
     return value

@@ -168,7 +168,7 @@ class OnnxEmbedder:
         output[batch] = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1.0)
 
 
-def get_embedder(name: Any, option: str = "embedding_model") -> Embedder:
+def get_embedder(name: object, option: str = "embedding_model") -> Embedder:
     """The process-wide embedder for a name (``minilm``, ``hash``, ``hash-<dim>``) or a local model folder."""
     if not isinstance(name, str) or not name:
         raise InvalidOptionError(option, name, _expected_embedder())

@@ -336,7 +336,7 @@ def load_sparse_parts(
 
 
 def term_ids(
-    stored: Any, name: str, folder: Path, columns: int | None = None, values: type = int, option: str = "index_dir"
+    stored: object, name: str, folder: Path, columns: int | None = None, values: type = int, option: str = "index_dir"
 ) -> dict[str, Any]:
     """``stored[name]``, a ``{term: column}`` map read from JSON, checked: str keys, and ``values`` that are ints
     inside a matrix of ``columns`` columns (default: as many as terms), or, with ``values=str``, strings."""
@@ -353,7 +353,7 @@ def term_ids(
     return mapping
 
 
-def _parsed_manifest(raw: Any, option: str, folder: Path) -> tuple[StoreClaim, dict[str, tuple[int, str]]]:
+def _parsed_manifest(raw: object, option: str, folder: Path) -> tuple[StoreClaim, dict[str, tuple[int, str]]]:
     expected_keys = {"format", "format_version", "kind", "settings", "corpus_fingerprint", "files"}
     if not isinstance(raw, dict) or set(raw) != expected_keys:
         raise _mismatch(option, folder, f"a manifest with exactly the keys {sorted(expected_keys)}")
@@ -375,7 +375,7 @@ def _parsed_manifest(raw: Any, option: str, folder: Path) -> tuple[StoreClaim, d
     return StoreClaim(kind, settings, fingerprint), files
 
 
-def _safe_relative(relative: Any) -> bool:
+def _safe_relative(relative: object) -> bool:
     if not isinstance(relative, str) or not relative or "\\" in relative or "\0" in relative:
         return False
     parts = PurePosixPath(relative).parts
@@ -423,7 +423,7 @@ def _read_small(path: Path, limit: int) -> bytes:
     return read_regular_file(path, limit)
 
 
-def _canonical(value: Any) -> str:
+def _canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 

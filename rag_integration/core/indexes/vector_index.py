@@ -10,7 +10,8 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +21,9 @@ from rag_integration.core.extras import require_module
 from rag_integration.core.indexes.store import load_npy, save_npy
 from rag_integration.core.options import OptionReader, OptionSpec, option, option_specs, read_options
 from rag_integration.core.ranking.passages import Hits
+
+if TYPE_CHECKING:
+    import faiss
 
 FAISS_INDEX_TYPES = ("flat", "hnsw", "ivf")
 FAISS_VECTORS_FILE = "vectors.npy"
@@ -113,7 +117,8 @@ FAISS_OPTIONS = tuple(spec.key for spec in option_specs(FaissSettings))
 
 def read_search_threads(reader: OptionReader) -> int:
     """``search_threads`` as declared in ``SEARCH_THREADS``."""
-    threads: int = SEARCH_THREADS.read(reader)
+    threads = SEARCH_THREADS.read(reader)
+    assert isinstance(threads, int)  # declared kind "integer"
     return threads
 
 
@@ -146,7 +151,7 @@ def build_faiss_index(
 
 
 def search_faiss_index(
-    index: Any,
+    index: faiss.Index,
     query_vectors: npt.NDArray[np.float32],
     depth: int,
     allowed: npt.NDArray[np.bool_] | None,
@@ -172,7 +177,7 @@ def search_faiss_index(
 
 
 @contextlib.contextmanager
-def _omp_threads(faiss: Any, threads: int) -> Iterator[None]:
+def _omp_threads(faiss: ModuleType, threads: int) -> Iterator[None]:
     """Run a block with FAISS's OpenMP thread count set, and restore the process's count after it."""
     previous = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(threads)
@@ -182,12 +187,12 @@ def _omp_threads(faiss: Any, threads: int) -> Iterator[None]:
         faiss.omp_set_num_threads(previous)
 
 
-def faiss_index_bytes(index: Any, backend: str) -> bytes:
+def faiss_index_bytes(index: faiss.Index, backend: str) -> bytes:
     """The index in FAISS's own serial form: what a pickled index carries, so it never depends on SWIG objects."""
     return bytes(require_module("faiss", backend, "faiss").serialize_index(index).tobytes())
 
 
-def faiss_index_nbytes(index: Any) -> int:
+def faiss_index_nbytes(index: faiss.Index) -> int:
     """About the memory a FAISS index holds, read from its counts without serialising it: the float32 vectors, plus
     the list ids and centroids of an IVF index and the neighbour lists of an HNSW graph."""
     count, dimension = int(index.ntotal), int(index.d)
@@ -201,12 +206,13 @@ def faiss_index_nbytes(index: Any) -> int:
     return size
 
 
-def faiss_index_from_bytes(data: bytes, backend: str) -> Any:
-    faiss = require_module("faiss", backend, "faiss")
-    return faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8).copy())
+def faiss_index_from_bytes(data: bytes, backend: str) -> faiss.Index:
+    library = require_module("faiss", backend, "faiss")
+    index: faiss.Index = library.deserialize_index(np.frombuffer(data, dtype=np.uint8).copy())
+    return index
 
 
-def save_faiss_vectors(index: Any, folder: Path, backend: str) -> None:
+def save_faiss_vectors(index: faiss.Index, folder: Path, backend: str) -> None:
     """Persist the vectors an index holds, in insertion order (an IVF index gets a direct map to give them back)."""
     faiss = require_module("faiss", backend, "faiss")
     ivf = faiss.try_extract_index_ivf(index)

@@ -60,7 +60,7 @@ def rrf_fuse(
     return fused_rows
 
 
-def read_rrf_weights(weights: Any, count: int) -> list[float]:
+def read_rrf_weights(weights: object, count: int) -> list[float]:
     """One non-negative finite weight per ranking, at least one of them positive; None means equal weights."""
     if weights is None:
         return [1.0] * count

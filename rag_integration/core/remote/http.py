@@ -15,10 +15,13 @@ import time
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Literal, overload
 
 from rag_integration.core.errors import DeadlineExceededError, InvalidOptionError, RemoteServiceError, short_repr
 from rag_integration.core.options import OptionReader
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 READ_CHUNK = 64 * 1024
 
@@ -55,7 +58,7 @@ class _DeadlineReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: Any) -> int | None:
+    def readinto(self, buffer: WriteableBuffer) -> int | None:
         remaining = self._deadline - time.monotonic()
         if remaining <= 0:
             raise TimeoutError("the request's deadline has passed")
@@ -71,8 +74,10 @@ def _response_class(deadline: float) -> type[http.client.HTTPResponse]:
     """http.client's response reader, reading the status line, headers and body under one deadline."""
 
     class DeadlineResponse(http.client.HTTPResponse):
-        def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
-            super().__init__(sock, *args, **kwargs)
+        def __init__(
+            self, sock: socket.socket, debuglevel: int = 0, method: str | None = None, url: str | None = None
+        ) -> None:
+            super().__init__(sock, debuglevel, method, url)
             self.fp.close()
             self.fp = io.BufferedReader(_DeadlineReader(sock, deadline))
 

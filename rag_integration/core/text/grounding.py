@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import GroundingError, short_repr
@@ -231,7 +230,7 @@ def check_quoted_answer(
 
 
 def check_cited_answer(
-    answer: Any, citations: Any, passages: Sequence[Document], who: str, supported: Supported | None = None
+    answer: object, citations: object, passages: Sequence[Document], who: str, supported: Supported | None = None
 ) -> None:
     """An answer with ``[n]`` markers into ``citations`` (doc_ids of ``passages``, 1-based).
 

@@ -47,7 +47,7 @@ class StageFeatureGroup(PythonDictStage):
         return feature_name[: -len(cls.SUFFIX)]
 
     @classmethod
-    def calculate_feature(cls, data: Any, features: FeatureSet) -> Any:
+    def calculate_feature(cls, data: object, features: FeatureSet) -> object:
         output: dict[str, list[dict[str, Any]]] = {}
         for feature in features.features:
             name = str(feature.name)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic
+from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.per_query import ON_ERROR_OPTION, ErrorPolicy
@@ -19,6 +19,9 @@ from rag_integration.core.contract.sources import PASSAGES, Source
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.options import OptionReader, SettingsT
 from rag_integration.core.text.grounding import QuotableSentence, check_cited_answer, quotable_sentences
+
+if TYPE_CHECKING:
+    from rag_integration.core.contract.frames import ReadableFrame
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,7 @@ class BaseGenerateConnector(SelectorFeatureGroup, Generic[SettingsT]):
     """Read as a ``Corpus`` once matched, so mloda's planning copies a fingerprint, not every passage's text."""
 
     @classmethod
-    def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
+    def answer(cls, data: ReadableFrame | None, reader: OptionReader) -> Mapping[str, Any]:
         requests = passage_requests(reader, data, "passages", "passages_source")
         settings = cls.read_settings(reader)
         answers = ErrorPolicy.read(reader).answer_each(

@@ -9,7 +9,7 @@ import math
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic
+from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.queries import query_rows
@@ -20,6 +20,9 @@ from rag_integration.core.errors import InvalidOptionError, MissingOptionError, 
 from rag_integration.core.options import OptionReader, SettingsT, option
 from rag_integration.core.ranking.passages import rank_hits
 from rag_integration.core.text.lexical import lexical_scores
+
+if TYPE_CHECKING:
+    from rag_integration.core.contract.frames import ReadableFrame
 
 EDGE_SHAPE = "an edge: a [source, target] pair or a {'source', 'target', 'weight'} dict"
 SCORE_DECIMALS = 12  # rounding scores keeps floating-point summation order from reordering equal scores
@@ -108,7 +111,7 @@ class BaseGraphRagConnector(SelectorFeatureGroup, Generic[SettingsT]):
     SETTINGS: ClassVar[type[Any] | None] = GraphSettings
 
     @classmethod
-    def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
+    def answer(cls, data: ReadableFrame | None, reader: OptionReader) -> Mapping[str, Any]:
         inline = None
         if reader.has("nodes") or reader.has("edges"):
             inline = {"nodes": reader.raw("nodes"), "edges": reader.raw("edges")}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.schema import FLOAT, STRING, Shape
@@ -12,6 +12,9 @@ from rag_integration.core.documents.corpus import READ_CHECK_EVERY
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.options import OptionReader
 from rag_integration.core.unicode_text import require_valid_text
+
+if TYPE_CHECKING:
+    from rag_integration.core.contract.frames import ReadableFrame
 
 TRIPLE_SHAPE = "a [subject, predicate, object] triple of non-empty strings"
 
@@ -31,7 +34,7 @@ class TriplesKnowledgeGraph(SelectorFeatureGroup):
     OPTIONS: ClassVar[tuple[str, ...]] = ("triples",)
 
     @classmethod
-    def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
+    def answer(cls, data: ReadableFrame | None, reader: OptionReader) -> Mapping[str, Any]:
         if not reader.has("triples"):
             raise MissingOptionError("triples", f"a list of triples, each {TRIPLE_SHAPE}", owner=reader.owner)
         triples = read_triples(reader.raw("triples"))

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, ClassVar, Generic
+from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.per_query import ON_ERROR_OPTION, ErrorPolicy
@@ -29,6 +29,9 @@ from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader, SettingsT
 from rag_integration.core.ranking.passages import rank_hits
 from rag_integration.core.text.grounding import check_quoted_answer, quote_form
+
+if TYPE_CHECKING:
+    from rag_integration.core.contract.frames import ReadableFrame
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,7 @@ class OrchestratorRequest:
     """Corpus documents failing ``filters``: not in ``documents``, and dropped if a remote engine returns them."""
 
     @classmethod
-    def read(cls, reader: OptionReader, data: Any) -> OrchestratorRequest:
+    def read(cls, reader: OptionReader, data: ReadableFrame | None) -> OrchestratorRequest:
         queries = read_queries(reader, data)
         corpus = read_corpus(reader, data)
         top_k = reader.integer("top_k", default=10, minimum=1)
@@ -81,7 +84,7 @@ class BaseOrchestratorConnector(SelectorFeatureGroup, Generic[SettingsT]):
     SOURCES: ClassVar[tuple[Source, ...]] = (QUERIES, CORPUS)
 
     @classmethod
-    def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
+    def answer(cls, data: ReadableFrame | None, reader: OptionReader) -> Mapping[str, Any]:
         request = OrchestratorRequest.read(reader, data)
         settings = cls.read_settings(reader)
         return {cls.FEATURE_NAME: cls.orchestrated_rows(request, settings, ErrorPolicy.read(reader))}

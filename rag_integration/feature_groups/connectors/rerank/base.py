@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Generic
+from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.queries import passage_requests
@@ -14,6 +14,9 @@ from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import RankingContractError
 from rag_integration.core.options import OptionReader, SettingsT
 from rag_integration.core.ranking.passages import passage_row
+
+if TYPE_CHECKING:
+    from rag_integration.core.contract.frames import ReadableFrame
 
 
 class BaseRerankConnector(SelectorFeatureGroup, Generic[SettingsT]):
@@ -32,7 +35,7 @@ class BaseRerankConnector(SelectorFeatureGroup, Generic[SettingsT]):
     SOURCES: ClassVar[tuple[Source, ...]] = (CANDIDATES,)
 
     @classmethod
-    def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
+    def answer(cls, data: ReadableFrame | None, reader: OptionReader) -> Mapping[str, Any]:
         requests = passage_requests(reader, data, "candidates", "candidates_source")
         top_k = reader.integer("top_k", default=10, minimum=1)
         return_metadata = reader.boolean("return_metadata", default=False)

@@ -11,10 +11,10 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
-from rag_integration.core.contract.frames import FrameAdapter, SparkAdapter
+from rag_integration.core.contract.frames import AnyAdapter, SparkAdapter
 from rag_integration.core.contract.queries import read_corpus, read_index_dir, read_queries
 from rag_integration.core.contract.sources import CORPUS, QUERIES, Source
 from rag_integration.core.contract.spark import Shipment, answer_partitions
@@ -23,6 +23,9 @@ from rag_integration.core.documents.corpus import Document, MetadataFilter, corp
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader
 from rag_integration.core.ranking.passages import AllowedMask, Hits, rank_corpus, search_with_exact_ties
+
+if TYPE_CHECKING:
+    from rag_integration.core.contract.frames import ReadableFrame
 
 S = TypeVar("S")
 """A backend's request settings (``read_settings``)."""
@@ -49,7 +52,12 @@ class RetrieveRequest:
 
     @classmethod
     def read(
-        cls, reader: OptionReader, data: Any, *, corpus_required: bool = True, queries: list[str] | None = None
+        cls,
+        reader: OptionReader,
+        data: ReadableFrame | None,
+        *,
+        corpus_required: bool = True,
+        queries: list[str] | None = None,
     ) -> RetrieveRequest:
         """The request in ``reader``; ``queries``, when given, stand in for the request's own (none are read)."""
         queries = read_queries(reader, data) if queries is None else queries
@@ -76,13 +84,13 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
     """False for a backend whose documents come with its index (``open_index`` reads both from ``index_dir``)."""
 
     @classmethod
-    def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
+    def answer(cls, data: ReadableFrame | None, reader: OptionReader) -> Mapping[str, Any]:
         request = RetrieveRequest.read(reader, data, corpus_required=cls.CORPUS_REQUIRED)
         settings = cls.read_settings(reader)
         return {cls.FEATURE_NAME: cls.retrieve(request, settings)}
 
     @classmethod
-    def answer_frame(cls, adapter: FrameAdapter, data: Any, reader: OptionReader) -> Any:
+    def answer_frame(cls, adapter: AnyAdapter, data: object, reader: OptionReader) -> object:
         """A Spark frame of queries is answered where it lives, on the executors (``core.contract.spark``)."""
         distributed = isinstance(adapter, SparkAdapter) and data is not None and reader.has("queries_source")
         if distributed and not reader.has("corpus_source"):

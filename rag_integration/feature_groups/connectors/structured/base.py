@@ -27,6 +27,7 @@ from rag_integration.feature_groups.connectors.structured.sql.plan import QueryP
 from rag_integration.feature_groups.connectors.structured.sql.table import TableRows, TableSpec
 
 if TYPE_CHECKING:
+    from rag_integration.core.contract.frames import ReadableFrame
     from rag_integration.feature_groups.connectors.structured.sql.sandbox import SqliteSandbox
 
 DEFAULT_TIME_LIMIT = 5.0
@@ -74,7 +75,7 @@ class BaseStructuredConnector(SelectorFeatureGroup):
         return matched
 
     @classmethod
-    def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
+    def answer(cls, data: ReadableFrame | None, reader: OptionReader) -> Mapping[str, Any]:
         questions = _read_questions(reader)
         time_limit = reader.number("sql_time_limit", default=DEFAULT_TIME_LIMIT, minimum=0.0, exclusive_minimum=True)
         max_rows = reader.integer("max_result_rows", default=DEFAULT_MAX_ROWS, minimum=1)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rag_integration.core.documents.corpus import read_documents
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.rag_pipeline.base import PythonDictStage, document_row
+
+if TYPE_CHECKING:
+    from rag_integration.core.contract.frames import ReadableFrame
 
 
 class BaseDocumentSource(PythonDictStage):
@@ -18,7 +21,7 @@ class BaseDocumentSource(PythonDictStage):
     SELECTOR: ClassVar[str] = "document_source"
 
     @classmethod
-    def answer(cls, data: Any, reader: OptionReader) -> Mapping[str, Any]:
+    def answer(cls, data: ReadableFrame | None, reader: OptionReader) -> Mapping[str, Any]:
         raw_documents = cls.load(reader)
         documents = read_documents(raw_documents, cls.OPTION)
         return {cls.FEATURE_NAME: [document_row(doc.doc_id, doc.text, doc.metadata) for doc in documents]}

@@ -18,8 +18,9 @@ class InlineDocumentSource(BaseDocumentSource):
 
     @classmethod
     def load(cls, reader: OptionReader) -> list[dict[str, Any]]:
-        documents = reader.sequence("documents")
-        for position, document in enumerate(documents):
+        documents: list[dict[str, Any]] = []
+        for position, document in enumerate(reader.sequence("documents")):
             if not isinstance(document, Mapping):
                 raise InvalidOptionError(f"documents[{position}]", document, "a dict with a 'text' string")
-        return [{"source": "inline", **document} for document in documents]
+            documents.append({"source": "inline", **document})
+        return documents
