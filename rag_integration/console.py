@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TextIO
 
 from rich.console import Console
 from rich.table import Table
@@ -15,7 +15,7 @@ def console() -> Console:
     return Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
 
 
-def print_table(header: Sequence[str], rows: Sequence[Sequence[str]], out: Any = None) -> None:
+def print_table(header: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO | None = None) -> None:
     """A plain table, to ``out`` or the console."""
     table = Table(*header, box=None, header_style="bold", pad_edge=False)
     for row in rows:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.extras import require_module
@@ -18,7 +17,7 @@ _METRIC = re.compile(r"^(nDCG|Recall|MRR)@([1-9][0-9]{0,4})$|^MAP$")
 _IR_MEASURES_NAME = {"nDCG": "nDCG", "Recall": "R", "MRR": "RR", "MAP": "AP"}
 
 
-def read_metrics(raw: Any, option: str = "metrics") -> tuple[str, ...]:
+def read_metrics(raw: object, option: str = "metrics") -> tuple[str, ...]:
     """Metric names as given (``nDCG@10``, ``Recall@100``, ``MRR@10``, ``MAP``), checked; None gives the defaults."""
     if raw is None:
         return DEFAULT_METRICS

@@ -9,7 +9,7 @@ from mloda.provider import ComputeFramework, FeatureGroup, FeatureSet
 from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 
 from rag_integration.core.contract.declarations import check_request_options, check_selector
-from rag_integration.core.contract.frames import AnyAdapter, adapter_for, framework_classes
+from rag_integration.core.contract.frames import FrameworkAdapter, adapter_for, framework_classes
 from rag_integration.core.contract.schema import Shape, passages_shape
 from rag_integration.core.contract.sources import Source
 from rag_integration.core.deadline import DEADLINE_OPTION, Deadline, check_deadline, deadline_scope
@@ -149,7 +149,7 @@ class SelectorFeatureGroup(FeatureGroup):
             return cls.answer_frame(adapter, data, reader)
 
     @classmethod
-    def answer_frame(cls, adapter: AnyAdapter, data: object, reader: OptionReader) -> object:
+    def answer_frame(cls, adapter: FrameworkAdapter, data: object, reader: OptionReader) -> object:
         """The framework's own output: upstream rows read once, answered, and the typed column appended."""
         readable = adapter.readable(data)
         values = list(cls.answer(readable, reader)[cls.FEATURE_NAME])

@@ -48,7 +48,7 @@ class FrameAdapter(Generic[FrameT, ReadableT]):
         raise NotImplementedError
 
 
-AnyAdapter = FrameAdapter[Any, Any]
+FrameworkAdapter = FrameAdapter[Any, Any]
 """An adapter of whichever framework a request runs on (``adapter_for``)."""
 
 
@@ -160,7 +160,7 @@ def spark_session() -> SparkSession:
     return SparkSession.builder.appName("MLoda-Spark-Framework").master("local[*]").getOrCreate()
 
 
-ADAPTERS: Mapping[str, AnyAdapter] = {
+ADAPTERS: Mapping[str, FrameworkAdapter] = {
     adapter.FRAMEWORK: adapter
     for adapter in (
         PythonDictAdapter(),
@@ -208,7 +208,7 @@ def quiet_pyspark_pandas_warning() -> None:
         importlib.import_module("pyspark.testing.utils")
 
 
-def adapter_for(framework: str) -> AnyAdapter:
+def adapter_for(framework: str) -> FrameworkAdapter:
     """The adapter for a compute framework's class name; a framework no connector serves is a typed error."""
     adapter = ADAPTERS.get(framework)
     if adapter is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rag_integration.core.contract.feature_group import source_feature_name
 from rag_integration.core.contract.frames import column_values
@@ -65,12 +65,12 @@ class QueryRow:
     """One output row: its query, the raw items it is answered over, and the option those items came from."""
 
     query: str
-    items: Any
+    items: object
     option: str
 
 
 def query_rows(
-    reader: OptionReader, data: ReadableFrame | None, inline_option: str, inline: Any, source_option: str
+    reader: OptionReader, data: ReadableFrame | None, inline_option: str, inline: object, source_option: str
 ) -> list[QueryRow]:
     """Pair queries with items. Inline items (read from ``inline_option`` by the caller) serve every query, one row
     per query; an upstream feature gives one row per upstream row, answered by the single query or by the query

@@ -11,21 +11,27 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rag_integration.core.contract.frames import PYSPARK_PANDAS_WARNING, PyArrowAdapter
 from rag_integration.core.contract.schema import Shape, arrow_type
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame as SparkFrame
+
+    from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+
 
 @dataclass(frozen=True)
 class Shipment:
     """What every executor needs: the connector (pickled by reference), the request's options, the built indexes."""
 
-    connector: Any
+    connector: type[SelectorFeatureGroup]
     reader: OptionReader
-    indexes: Sequence[tuple[IndexKey, Any]]
+    indexes: Sequence[tuple[IndexKey, object]]
     shape: Shape
 
     def install(self) -> None:
@@ -33,7 +39,7 @@ class Shipment:
             if key not in INDEX_CACHE:
                 INDEX_CACHE.install(key, index)
 
-    def answer(self, batch: Any) -> Any:
+    def answer(self, batch: pa.RecordBatch) -> pa.Table:
         """One Arrow record batch of rows, with the answer column appended."""
         import pyarrow as pa
 
@@ -43,7 +49,7 @@ class Shipment:
         return PyArrowAdapter().write(name, values, self.shape, table)
 
 
-def answer_partitions(data: Any, shipment: Shipment) -> Any:
+def answer_partitions(data: SparkFrame, shipment: Shipment) -> SparkFrame:
     """``data`` with the connector's answer column, computed per partition on the executors."""
     from pyspark.sql.pandas.types import from_arrow_type
     from pyspark.sql.types import StructField, StructType
@@ -52,7 +58,7 @@ def answer_partitions(data: Any, shipment: Shipment) -> Any:
     schema = StructType([*data.schema.fields, StructField(name, from_arrow_type(arrow_type(shipment.shape)), True)])
     broadcast = data.sparkSession.sparkContext.broadcast(shipment)
 
-    def answer(batches: Iterator[Any]) -> Iterator[Any]:
+    def answer(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         received: Shipment = broadcast.value
         received.install()
         for batch in batches:

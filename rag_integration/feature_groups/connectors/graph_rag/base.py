@@ -186,7 +186,7 @@ def spreading_activation(
     return total
 
 
-def read_graph(raw: Any, prefix: str) -> Graph:
+def read_graph(raw: object, prefix: str) -> Graph:
     """A graph dict ``{"nodes": [...], "edges": [...]}``; option names in errors start with ``prefix``."""
     where = f"{prefix}." if prefix else ""
     if not isinstance(raw, Mapping):
@@ -197,7 +197,7 @@ def read_graph(raw: Any, prefix: str) -> Graph:
     return Graph(tuple(nodes), read_edges(raw.get("edges"), f"{where}edges", nodes))
 
 
-def read_edges(raw: Any, option: str, nodes: Sequence[Document]) -> tuple[tuple[int, int, float], ...]:
+def read_edges(raw: object, option: str, nodes: Sequence[Document]) -> tuple[tuple[int, int, float], ...]:
     """Edges are undirected; the same pair listed twice (either way round) adds up its weights.
 
     Every node's total edge weight must stay a finite float (which bounds every merged pair too): past it the
@@ -234,7 +234,7 @@ def _finite_total(weights: list[float]) -> bool:
         return False
 
 
-def _read_edge(item: Any, where: str, position_of: Mapping[str, int]) -> tuple[int, int, float]:
+def _read_edge(item: object, where: str, position_of: Mapping[str, int]) -> tuple[int, int, float]:
     if isinstance(item, Mapping):
         if not {"source", "target"} <= set(item) or not set(item) <= {"source", "target", "weight"}:
             raise InvalidOptionError(where, item, f"{EDGE_SHAPE} (keys source, target and optional weight)")
@@ -255,7 +255,7 @@ def _read_edge(item: Any, where: str, position_of: Mapping[str, int]) -> tuple[i
     return positions[0], positions[1], _read_weight(weight, f"{where}.weight")
 
 
-def _read_weight(weight: Any, option: str) -> float:
+def _read_weight(weight: object, option: str) -> float:
     if isinstance(weight, bool) or not isinstance(weight, (int, float)):
         raise InvalidOptionError(option, weight, WEIGHT_RANGE)
     try:

@@ -49,7 +49,7 @@ class TriplesKnowledgeGraph(SelectorFeatureGroup):
         }
 
 
-def read_triples(raw: Any) -> list[tuple[str, str, str]]:
+def read_triples(raw: object) -> list[tuple[str, str, str]]:
     if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, (list, tuple)):
         raise InvalidOptionError("triples", raw, f"a list of triples, each {TRIPLE_SHAPE}")
     triples = []

@@ -6,7 +6,7 @@ import importlib
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Document
@@ -19,6 +19,9 @@ from rag_integration.feature_groups.connectors.orchestrator.base import (
     OrchestratorRequest,
 )
 
+if TYPE_CHECKING:
+    import haystack
+
 
 class HaystackOrchestrator(BaseOrchestratorConnector[NoSettings]):
     """``orchestrator_backend="haystack"``: one Haystack pipeline per corpus, built once and reused."""
@@ -28,8 +31,8 @@ class HaystackOrchestrator(BaseOrchestratorConnector[NoSettings]):
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("haystack",)
 
     @classmethod
-    def build_engine(cls, documents: Sequence[Document], settings: Any) -> Any:
-        haystack = require_module("haystack", "haystack", "orchestrator")
+    def build_engine(cls, documents: Sequence[Document], settings: NoSettings) -> haystack.Pipeline:
+        library = require_module("haystack", "haystack", "orchestrator")
         in_memory = require_module("haystack.document_stores.in_memory", "haystack", "orchestrator")
         retrievers = require_module("haystack.components.retrievers.in_memory", "haystack", "orchestrator")
         quoter = importlib.import_module("rag_integration.feature_groups.connectors.orchestrator.haystack_quoter")
@@ -37,15 +40,15 @@ class HaystackOrchestrator(BaseOrchestratorConnector[NoSettings]):
         # Haystack keeps store order among equal scores, so its ties already break by doc_id.
         store = in_memory.InMemoryDocumentStore(shared=False)
         ordered = sorted(documents, key=lambda document: document.doc_id)
-        store.write_documents([haystack.Document(id=document.doc_id, content=document.text) for document in ordered])
-        pipeline = haystack.Pipeline()
+        store.write_documents([library.Document(id=document.doc_id, content=document.text) for document in ordered])
+        pipeline: haystack.Pipeline = library.Pipeline()
         pipeline.add_component("retriever", retrievers.InMemoryBM25Retriever(document_store=store))
         pipeline.add_component("quoter", quoter.BestSentenceQuoter())
         pipeline.connect("retriever.documents", "quoter.documents")
         return pipeline
 
     @classmethod
-    def orchestrate(cls, request: OrchestratorRequest, settings: Any) -> list[EngineAnswer]:
+    def orchestrate(cls, request: OrchestratorRequest, settings: NoSettings) -> list[EngineAnswer]:
         pipeline = cls.cached_engine(request.documents, settings)
         with HAYSTACK_TELEMETRY.paused():
             answers = []
@@ -55,7 +58,7 @@ class HaystackOrchestrator(BaseOrchestratorConnector[NoSettings]):
             return answers
 
 
-def _ask(pipeline: Any, query: str, top_k: int) -> EngineAnswer:
+def _ask(pipeline: haystack.Pipeline, query: str, top_k: int) -> EngineAnswer:
     """One pipeline run (Haystack pipelines take one query at a time); a blank query matches nothing."""
     if not query.strip():
         return EngineAnswer("", ())
@@ -75,7 +78,7 @@ class HaystackTelemetrySwitch:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._active = 0
-        self._saved: Any = None
+        self._saved: object = None
 
     @contextmanager
     def paused(self) -> Iterator[None]:

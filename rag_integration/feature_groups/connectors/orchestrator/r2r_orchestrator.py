@@ -145,7 +145,7 @@ def _asker(request: OrchestratorRequest, settings: R2RSettings) -> Callable[[str
 
 
 def read_rag_response(
-    payload: Any, doc_id_field: str, fail: ShapeError, check_time: Callable[[], None] | None = None
+    payload: object, doc_id_field: str, fail: ShapeError, check_time: Callable[[], None] | None = None
 ) -> EngineAnswer:
     """Map one R2R RAG response (``{"results": {"generated_answer", "search_results": {...}}}``) onto our terms;
     more than ``MAX_HITS`` chunks or an answer over ``MAX_ANSWER_CHARS`` is refused through ``fail``."""
@@ -171,7 +171,7 @@ def read_rag_response(
     return EngineAnswer(CITATION_MARKER.sub("", answer).strip(), tuple(hits))
 
 
-def _chunk_hit(chunk: Any, position: int, doc_id_field: str, fail: ShapeError) -> EngineHit:
+def _chunk_hit(chunk: object, position: int, doc_id_field: str, fail: ShapeError) -> EngineHit:
     where = f"chunk_search_results[{position}]"
     if not isinstance(chunk, Mapping):
         raise fail(f"{where} is not an object")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
-from rag_integration.core.contract.frames import AnyAdapter, SparkAdapter
+from rag_integration.core.contract.frames import FrameworkAdapter, SparkAdapter
 from rag_integration.core.contract.queries import read_corpus, read_index_dir, read_queries
 from rag_integration.core.contract.sources import CORPUS, QUERIES, Source
 from rag_integration.core.contract.spark import Shipment, answer_partitions
@@ -25,6 +25,8 @@ from rag_integration.core.options import OptionReader
 from rag_integration.core.ranking.passages import AllowedMask, Hits, rank_corpus, search_with_exact_ties
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame as SparkFrame
+
     from rag_integration.core.contract.frames import ReadableFrame
 
 S = TypeVar("S")
@@ -90,13 +92,13 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         return {cls.FEATURE_NAME: cls.retrieve(request, settings)}
 
     @classmethod
-    def answer_frame(cls, adapter: AnyAdapter, data: object, reader: OptionReader) -> object:
+    def answer_frame(cls, adapter: FrameworkAdapter, data: object, reader: OptionReader) -> object:
         """A Spark frame of queries is answered where it lives, on the executors (``core.contract.spark``)."""
         distributed = isinstance(adapter, SparkAdapter) and data is not None and reader.has("queries_source")
         if distributed and not reader.has("corpus_source"):
             shipment = cls.shipment(reader)
             check_deadline(f"while {cls.__name__} built its index for the executors")
-            return answer_partitions(data, shipment)
+            return answer_partitions(cast("SparkFrame", data), shipment)
         return super().answer_frame(adapter, data, reader)
 
     @classmethod

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -19,6 +19,11 @@ from rag_integration.core.indexes.vector_index import SEARCH_THREADS
 from rag_integration.core.options import option
 from rag_integration.core.ranking.passages import AllowedMask, Hits, best_positive_hits
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
+
+if TYPE_CHECKING:
+    import bm25s
+    import numpy.typing as npt
+    import scipy.sparse
 
 BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 SCORE_ARRAYS = ("data", "indices", "indptr")
@@ -53,8 +58,8 @@ class Bm25sSettings:
 class Bm25sIndex:
     """The BM25 arrays and the tokenizer that made them; pickles without PyStemmer's unpicklable ``Stemmer``."""
 
-    retriever: Any
-    tokenizer: Any
+    retriever: bm25s.BM25
+    tokenizer: bm25s.tokenization.Tokenizer
     settings: Bm25sIndexSettings
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -62,7 +67,7 @@ class Bm25sIndex:
         return (_restore_index, (self.retriever, vocabulary, self.settings))
 
     @functools.cached_property
-    def term_document_matrix(self) -> Any:
+    def term_document_matrix(self) -> scipy.sparse.csr_matrix:
         """bm25s's score arrays (one row of document scores per term) as a SciPy CSR matrix sharing their data,
         made on the first threaded search and kept with the index."""
         sparse = require_module("scipy.sparse", "bm25s", "connectors")
@@ -71,7 +76,7 @@ class Bm25sIndex:
         return sparse.csr_matrix((scores["data"], scores["indices"], scores["indptr"]), shape=shape)
 
 
-def _restore_index(retriever: Any, vocabulary: dict[str, Any], settings: Bm25sIndexSettings) -> Bm25sIndex:
+def _restore_index(retriever: bm25s.BM25, vocabulary: dict[str, Any], settings: Bm25sIndexSettings) -> Bm25sIndex:
     tokenizer = _tokenizer(settings)
     for name, value in vocabulary.items():
         setattr(tokenizer, name, value)
@@ -162,13 +167,15 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
         return Bm25sIndex(retriever, tokenizer, settings)
 
 
-def _tokenizer(settings: Bm25sIndexSettings) -> Any:
+def _tokenizer(settings: Bm25sIndexSettings) -> bm25s.tokenization.Tokenizer:
     bm25s = require_module("bm25s", "bm25s", "connectors")
     stemmer = require_module("Stemmer", "bm25s", "connectors").Stemmer("english") if settings.stemmer else None
     return bm25s.tokenization.Tokenizer(stopwords="en", stemmer=stemmer)
 
 
-def _block_hits(matrix: Any, block: list[list[int]], depth: int, weight_mask: Any) -> list[Hits]:
+def _block_hits(
+    matrix: scipy.sparse.csr_matrix, block: list[list[int]], depth: int, weight_mask: npt.NDArray[np.float32] | None
+) -> list[Hits]:
     """The hits of a block of queries (term ids, repeats kept) from one product of their term counts and the
     matrix: each document's score is summed over the query's terms in query order, as bm25s sums it."""
     pointers = np.zeros(len(block) + 1, dtype=np.int64)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import IndexMismatchError
@@ -25,6 +25,9 @@ from rag_integration.core.indexes.vector_index import (
 from rag_integration.core.options import OptionReader, read_options
 from rag_integration.core.ranking.passages import AllowedMask, Hits
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
+
+if TYPE_CHECKING:
+    import faiss
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ class FaissIndex:
     """A FAISS index and the embedder for its queries. Pickles as FAISS's serial bytes and the model option; the
     embedder (an ONNX session) is resolved again by ``get_embedder``, once per process."""
 
-    index: Any
+    index: faiss.Index
     settings: FaissDenseIndexSettings
     query_vectors: QueryVectors
 
@@ -71,7 +74,7 @@ def _restore_index(data: bytes, settings: FaissDenseIndexSettings) -> FaissIndex
     return _with_embedder(faiss_index_from_bytes(data, "faiss"), settings)
 
 
-def _with_embedder(index: Any, settings: FaissDenseIndexSettings) -> FaissIndex:
+def _with_embedder(index: faiss.Index, settings: FaissDenseIndexSettings) -> FaissIndex:
     embedder = get_embedder(settings.embedding_model_option)
     if embedder.model_id != settings.embedding_model:
         expected = f"the model '{settings.embedding_model}' the index was built with"

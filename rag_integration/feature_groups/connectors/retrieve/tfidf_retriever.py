@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -17,6 +17,10 @@ from rag_integration.core.indexes.store import load_npy, load_sparse_parts, save
 from rag_integration.core.options import option
 from rag_integration.core.ranking.passages import AllowedMask, Hits, best_positive_hits
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
+
+if TYPE_CHECKING:
+    import scipy.sparse
+    from sklearn.feature_extraction.text import TfidfVectorizer
 
 VOCABULARY_FILE = "vocabulary.json"
 
@@ -33,8 +37,8 @@ class TfidfSettings:
 class TfidfIndex:
     """A fitted vectorizer and the l2-normalised document rows; both pickle as they are."""
 
-    vectorizer: Any
-    document_matrix: Any
+    vectorizer: TfidfVectorizer
+    document_matrix: scipy.sparse.csr_matrix
 
 
 class TfidfRetriever(BaseRetrieveConnector[TfidfSettings, TfidfSettings, TfidfIndex]):

@@ -12,6 +12,8 @@ import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from mloda.user import DataAccessCollection, FeatureName, Options
+
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.per_query import ON_ERROR_OPTION, ErrorPolicy
 from rag_integration.core.contract.schema import JSON, STRING, Shape
@@ -59,13 +61,18 @@ class BaseStructuredConnector(SelectorFeatureGroup):
     """The ``Parser`` constructs this backend enables (filters are always on); empty for one that overrides ``plan``."""
     _PARSING: ClassVar[list[type[BaseStructuredConnector]]] = []
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if cls.CONSTRUCTS and cls.BACKEND is not None:
             BaseStructuredConnector._PARSING.append(cls)
 
     @classmethod
-    def match_feature_group_criteria(cls, feature_name: Any, options: Any, data_access_collection: Any = None) -> bool:
+    def match_feature_group_criteria(
+        cls,
+        feature_name: FeatureName | str,
+        options: Options,
+        data_access_collection: DataAccessCollection | None = None,
+    ) -> bool:
         """As every backend matches, and then a ``rows`` list is frozen (``TableRows``) once this backend is chosen,
         so mloda's planning does not copy and write out a large table row by row (only ``context`` is touched, as
         for a corpus)."""

@@ -120,7 +120,7 @@ def describe_table(table: TableSpec) -> str:
     return "\n".join(lines)
 
 
-def _sample(value: Any) -> str:
+def _sample(value: object) -> str:
     if isinstance(value, str):
         return json.dumps(value[:SAMPLE_CHARACTERS], ensure_ascii=False)
     return repr(value)
@@ -225,7 +225,7 @@ def _number(text: str) -> int | float:
         raise SqlSafetyError(f"number literal {short_repr(text)} is not a decimal int or float") from None
 
 
-def _bindable(value: Any) -> bool:
+def _bindable(value: object) -> bool:
     if value is None:
         return True
     if isinstance(value, bool):

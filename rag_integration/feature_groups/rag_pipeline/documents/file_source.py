@@ -118,7 +118,7 @@ def _jsonl_records(content: str, file: Path) -> list[dict[str, Any]]:
     return records
 
 
-def _nesting(value: Any) -> int:
+def _nesting(value: object) -> int:
     """How deeply lists and dicts nest in a parsed value, found without recursion (linear in its size)."""
     deepest = 0
     pending = [(value, 1)]

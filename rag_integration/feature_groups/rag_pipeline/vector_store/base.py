@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from numbers import Real
 from typing import Any, ClassVar
 
@@ -64,5 +64,5 @@ def _embedded_vectors(documents: Sequence[Document]) -> tuple[np.ndarray[Any, np
     return np.asarray(rows, dtype=np.float32), str(next(iter(models)))
 
 
-def _without_embedding(metadata: Any) -> dict[str, Any]:
+def _without_embedding(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in metadata.items() if key not in EMBEDDING_KEYS}

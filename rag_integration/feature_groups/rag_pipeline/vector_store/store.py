@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +29,9 @@ from rag_integration.core.indexes.vector_index import (
 )
 from rag_integration.core.options import OptionReader
 
+if TYPE_CHECKING:
+    import faiss
+
 STORE_KIND = "vector_store"
 DOCUMENTS_FILE = "documents.jsonl"
 SETTINGS_KEYS = frozenset({"embedding_model", "dimension", "count", "metadata_fingerprint", "faiss"})
@@ -42,7 +45,7 @@ class VectorStore:
     ship it to Spark executors) as FAISS's serial bytes and plain records, since neither a SWIG index nor a
     document's read-only metadata view pickles as it is."""
 
-    index: Any
+    index: faiss.Index
     documents: list[Document]
     settings: Mapping[str, Any]
     version: str

@@ -62,13 +62,13 @@ class ColumnSpec:
         )
 
 
-def read_identifier(option: str, value: Any) -> str:
+def read_identifier(option: str, value: object) -> str:
     if not isinstance(value, str) or not IDENTIFIER.fullmatch(value) or value.lower().startswith("sqlite_"):
         raise InvalidOptionError(option, value, IDENTIFIER_TEXT)
     return value
 
 
-def read_columns(value: Any) -> list[tuple[ColumnSpec, str | None]]:
+def read_columns(value: object) -> list[tuple[ColumnSpec, str | None]]:
     """Column names or ``{"name", "type"}`` dicts; the type is None where it must be inferred from the rows."""
     expected = "a non-empty list of column names or {'name': ..., 'type': one of " + ", ".join(COLUMN_TYPES) + "}"
     if not isinstance(value, (list, tuple)) or not value:
@@ -107,7 +107,7 @@ def infer_type(name: str, values: list[Any]) -> str:
     )
 
 
-def kind_of(value: Any) -> str:
+def kind_of(value: object) -> str:
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int):

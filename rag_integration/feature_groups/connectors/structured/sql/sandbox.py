@@ -103,7 +103,7 @@ class SqliteSandbox:
         connection.set_authorizer(self.authorize)
         connection.set_progress_handler(self._past_deadline, PROGRESS_STEPS)
 
-    def authorize(self, action: int, first: str | None, second: str | None, database: str | None, _: Any) -> int:
+    def authorize(self, action: int, first: str | None, second: str | None, database: str | None, _: str | None) -> int:
         """Allow a SELECT, reading this table's columns, and calling the guard's functions; deny everything else."""
         if action == sqlite3.SQLITE_SELECT:
             return sqlite3.SQLITE_OK

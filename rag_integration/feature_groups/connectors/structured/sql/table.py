@@ -153,7 +153,7 @@ class TableRows(Sequence[Any]):
         return (TableRows, (list(self._rows),))
 
 
-def _read_rows(value: Any, names: list[str], budget: Budget | None = None) -> list[dict[str, Any]]:
+def _read_rows(value: object, names: list[str], budget: Budget | None = None) -> list[dict[str, Any]]:
     if not isinstance(value, (list, tuple, TableRows)):
         raise InvalidOptionError("rows", value, "a list of dicts (one per row)")
     rows: list[dict[str, Any]] = []
