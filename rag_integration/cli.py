@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -48,7 +48,7 @@ class _Commands(TyperGroup):
         return code
 
 
-def _run(command: Any, debug: bool) -> int:
+def _run(command: Callable[[], object], debug: bool) -> int:
     try:
         returned = command()
     except typer.Abort as error:
@@ -150,7 +150,7 @@ def backends(as_json: Annotated[bool, typer.Option("--json", help="print JSON in
     return 0
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     return str(value)

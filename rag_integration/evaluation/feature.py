@@ -60,7 +60,7 @@ class RetrievalMetrics(FeatureGroup):
         return framework_classes()
 
     @classmethod
-    def calculate_feature(cls, data: Any, features: FeatureSet) -> Any:
+    def calculate_feature(cls, data: object, features: FeatureSet) -> Any:
         feature = next(iter(features.features))
         reader = OptionReader(feature.options, owner=f"{cls.__name__} ({cls.FEATURE_NAME})")
         adapter = adapter_for(feature.get_compute_framework().get_class_name())
@@ -78,7 +78,7 @@ class RetrievalMetrics(FeatureGroup):
         return adapter.write(cls.FEATURE_NAME, scores, dict.fromkeys(metrics, FLOAT), readable)
 
 
-def read_qrels(raw: Any, rows: int, option: str = "qrels") -> list[dict[str, int]]:
+def read_qrels(raw: object, rows: int, option: str = "qrels") -> list[dict[str, int]]:
     """One ``{doc_id: relevance}`` mapping per ranking, in order; doc_ids are str, relevances int."""
     expected = f"a list of {rows} mappings {{doc_id (str): relevance (int)}}, one per query, in query order"
     if raw is None:
@@ -96,7 +96,7 @@ def read_qrels(raw: Any, rows: int, option: str = "qrels") -> list[dict[str, int
     return judgements
 
 
-def _doc_ids(row: Any, where: str) -> list[str]:
+def _doc_ids(row: object, where: str) -> list[str]:
     """The doc_ids of one ranked row of passages, best first."""
     if not isinstance(row, (list, tuple)):
         raise InvalidOptionError(where, row, "a ranked list of passages with a 'doc_id' each")

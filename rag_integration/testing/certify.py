@@ -14,10 +14,13 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.registry import backend_classes
+
+if TYPE_CHECKING:
+    from pytest import TestReport
 
 FAMILY_KITS: Mapping[str, tuple[str, str]] = {
     "retrieve": ("rag_integration.testing.retrieve", "RetrieveContractTests"),
@@ -131,7 +134,7 @@ class CheckCollector:
     def __init__(self) -> None:
         self.checks: dict[str, dict[str, Any]] = {}
 
-    def pytest_runtest_logreport(self, report: Any) -> None:
+    def pytest_runtest_logreport(self, report: TestReport) -> None:
         check = self.checks.setdefault(
             report.nodeid,
             {"id": report.nodeid.split("::", 1)[-1], "status": "passed", "duration_ms": 0.0, "issues": []},
@@ -167,7 +170,7 @@ class CheckCollector:
         }
 
 
-def _failure_message(report: Any) -> str:
+def _failure_message(report: TestReport) -> str:
     crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
     if crash is not None:
         return str(crash.message)[:500]

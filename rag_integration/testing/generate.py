@@ -11,7 +11,7 @@ The standard tests come from ``ContractKit`` (generate has no ``top_k``, so none
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 import pytest
@@ -41,7 +41,11 @@ EMPTY_ANSWER: dict[str, Any] = {"answer": "", "citations": []}
 
 
 def assert_grounded(
-    row: Mapping[str, Any], passages: list[dict[str, Any]], *, keys: Any = frozenset(EMPTY_ANSWER), quotes: bool = True
+    row: Mapping[str, Any],
+    passages: list[dict[str, Any]],
+    *,
+    keys: Iterable[str] = frozenset(EMPTY_ANSWER),
+    quotes: bool = True,
 ) -> None:
     """Every citation a supplied passage, cited once and marked; each sentence found in the passage it cites
     (``quotes``), or for a paraphrasing backend sharing at least one word of three or more letters with it."""
@@ -125,10 +129,10 @@ class GenerateContractTests(ContractKit):
         return [*grounded, "engine oil", "bread oven", "lava", "engine oil bread", "tides moon"]
 
     @classmethod
-    def answer_keys(cls, row: Any) -> list[Any]:
+    def answer_keys(cls, row: Mapping[str, Any]) -> list[Any]:
         return list(row["citations"])
 
-    def check_row(self, row: Any, request: Mapping[str, Any]) -> None:
+    def check_row(self, row: Mapping[str, Any], request: Mapping[str, Any]) -> None:
         """Grounded in the request's passages; one citation only when the backend cites one passage."""
         self.assert_grounded(row, request["passages"])
         if self.cites_one_passage() and row["citations"]:
@@ -137,10 +141,10 @@ class GenerateContractTests(ContractKit):
     def assert_grounded(self, row: Mapping[str, Any], passages: list[dict[str, Any]]) -> None:
         assert_grounded(row, passages, keys=self.empty_answer(), quotes=not self.paraphrases())
 
-    def generate(self, **options: Any) -> list[Any]:
+    def generate(self, **options: object) -> list[Any]:
         return self.run(**options)
 
-    def one(self, **options: Any) -> dict[str, Any]:
+    def one(self, **options: object) -> dict[str, Any]:
         rows = self.generate(**options)
         assert len(rows) == 1, rows
         return dict(rows[0])

@@ -7,7 +7,7 @@ kit's adapter hooks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import pytest
@@ -91,14 +91,14 @@ class GraphRagContractTests(ContractKit):
     def duplicate_ids_request(cls, documents: list[dict[str, Any]]) -> dict[str, Any]:
         return {"query_text": "Nobel", "nodes": documents}  # no edges: they would name the kit's nodes
 
-    def check_row(self, row: Any, request: Mapping[str, Any]) -> None:
+    def check_row(self, row: Sequence[Mapping[str, Any]], request: Mapping[str, Any]) -> None:
         """Passages of the request's nodes, each reached with a score above zero."""
         assert_ranked_passages(row, document_texts(request["nodes"]), positive=True)
 
-    def rank(self, **options: Any) -> list[Any]:
+    def rank(self, **options: object) -> list[Any]:
         return self.run(**options)
 
-    def one(self, **options: Any) -> list[dict[str, Any]]:
+    def one(self, **options: object) -> list[dict[str, Any]]:
         rows = self.rank(**options)
         assert len(rows) == 1, rows
         return list(rows[0])
@@ -239,7 +239,7 @@ class GraphRagContractTests(ContractKit):
             pytest.param(10**400, id="10**400"),
         ],
     )
-    def test_bad_weight_is_a_typed_error(self, weight: Any) -> None:
+    def test_bad_weight_is_a_typed_error(self, weight: object) -> None:
         edges = [["curie", "polonium"], {"source": "curie", "target": "warsaw", "weight": weight}]
         with pytest.raises(InvalidOptionError, match=r"edges\[1\].weight"):
             self.rank(query_text="Nobel", nodes=NODES, edges=edges)
@@ -264,7 +264,7 @@ class GraphRagContractTests(ContractKit):
 
     @pytest.mark.parametrize("scale", [4e307, 1e-300])
     def test_only_relative_weights_matter_even_at_the_ends_of_the_float_range(self, scale: float) -> None:
-        def scaled(edge: Any) -> dict[str, Any]:
+        def scaled(edge: dict[str, Any] | Sequence[Any]) -> dict[str, Any]:
             source, target, weight = (
                 (edge["source"], edge["target"], edge["weight"]) if isinstance(edge, dict) else (*edge, 1.0)
             )

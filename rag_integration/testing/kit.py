@@ -58,7 +58,7 @@ class KitItemRows(FeatureGroup):
         return None
 
     @classmethod
-    def calculate_feature(cls, data: Any, features: FeatureSet) -> Any:
+    def calculate_feature(cls, data: object, features: FeatureSet) -> Any:
         """The rows as a typed column of the run's framework (mloda's Spark would store a list of dicts as its
         repr), as a real upstream of typed data gives them."""
         feature = next(iter(features.features))
@@ -89,7 +89,7 @@ def document_texts(documents: list[Any]) -> dict[str, str]:
     return {str(document.get("doc_id", position)): document["text"] for position, document in enumerate(documents)}
 
 
-def assert_ranked_passages(passages: Any, texts: Mapping[str, str], *, positive: bool = False) -> None:
+def assert_ranked_passages(passages: object, texts: Mapping[str, str], *, positive: bool = False) -> None:
     """The passage row contract (SPEC section 1): exact keys and types, ranks 1..n, scores non-increasing, each
     doc_id once and its text the supplied document's; ``positive`` also demands every score be above zero."""
     assert isinstance(passages, list), passages
@@ -121,7 +121,7 @@ def requires(capability: Callable[[Any], bool]) -> Callable[[Test], Test]:
     return mark
 
 
-def xfail_reason(test: Any) -> str | None:
+def xfail_reason(test: object) -> str | None:
     """The reason of a ``pytest.mark.xfail(reason=...)`` on ``test``, or None when it carries no such mark."""
     for mark in getattr(test, "pytestmark", []):
         reason = mark.kwargs.get("reason") if mark.name == "xfail" else None
@@ -130,7 +130,7 @@ def xfail_reason(test: Any) -> str | None:
     return None
 
 
-def silent_overrides(kit: type[Any]) -> list[str]:
+def silent_overrides(kit: type[object]) -> list[str]:
     """Every ``test_*`` that a class in ``kit``'s MRO redefines over a kit class further up without an xfail mark.
 
     A standard test may only be replaced visibly: capability flags and adapter hooks change what it checks, and a
@@ -151,7 +151,7 @@ def silent_overrides(kit: type[Any]) -> list[str]:
     return found
 
 
-def _gated_entry(klass: type[Any], name: str, value: Any) -> bool:
+def _gated_entry(klass: type[object], name: str, value: object) -> bool:
     standard = vars(ContractKit).get(name)
     capability = getattr(standard, _REQUIRES, None)
     if capability is None:
@@ -193,7 +193,7 @@ class ContractKit:
     """The option holding the request's documents, whose doc ids must be unique; None for a family without
     documents, which then has no duplicate-id test."""
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         """Gives each kit exactly the standard tests its capabilities call for (see ``requires``)."""
         super().__init_subclass__(**kwargs)
         for name, standard in vars(ContractKit).items():
@@ -269,21 +269,21 @@ class ContractKit:
         """Asserts one output row keeps the family's contract for ``request`` (sent without ``filters``)."""
         raise NotImplementedError("assert the family's row contract")
 
-    def request(self, **options: Any) -> dict[str, Any]:
+    def request(self, **options: object) -> dict[str, Any]:
         """The backend's selector, then ``backend_options``, then the test's own options."""
         connector = self.connector_class()
         return {connector.SELECTOR: connector.BACKEND, **self.backend_options(), **options}
 
-    def run(self, **options: Any) -> list[Any]:
+    def run(self, **options: object) -> list[Any]:
         """The feature's rows for one request, through ``mlodaAPI.run_all``."""
         return self.run_on(PythonDictFramework, **options)
 
-    def run_on(self, framework: type[ComputeFramework], **options: Any) -> list[Any]:
+    def run_on(self, framework: type[ComputeFramework], **options: object) -> list[Any]:
         """The feature's rows for one request on ``framework``, decoded to the values PythonDict gives."""
         groups: set[type[FeatureGroup]] = {self.connector_class(), KitItemRows}
         return run_feature(self.feature_name, self.request(**options), groups, framework=framework)
 
-    def run_in_group(self, **options: Any) -> list[Any]:
+    def run_in_group(self, **options: object) -> list[Any]:
         """The feature's rows with the request in ``Options(group=...)`` instead of ``context``."""
         groups: set[type[FeatureGroup]] = {self.connector_class(), KitItemRows}
         return run_feature(self.feature_name, self.request(**options), groups, in_group=True)
@@ -322,7 +322,7 @@ class ContractKit:
 
     @requires(lambda kit: kit.supports_top_k())
     @pytest.mark.parametrize("bad_top_k", BAD_TOP_K, ids=repr)
-    def test_bad_top_k_is_a_typed_error(self, bad_top_k: Any) -> None:
+    def test_bad_top_k_is_a_typed_error(self, bad_top_k: object) -> None:
         with pytest.raises(InvalidOptionError, match="top_k"):
             self.run(**{**self.sample_request(), "top_k": bad_top_k})
 

@@ -117,20 +117,20 @@ class OrchestratorContractTests(ContractKit):
         return 2, len(CORPUS)
 
     @classmethod
-    def passages_of(cls, row: Any) -> list[dict[str, Any]]:
+    def passages_of(cls, row: Mapping[str, Any]) -> list[dict[str, Any]]:
         return list(row["documents"])
 
-    def check_row(self, row: Any, request: Mapping[str, Any]) -> None:
+    def check_row(self, row: Mapping[str, Any], request: Mapping[str, Any]) -> None:
         """An answer quoted from its documents, which are ranked passages of the request's corpus."""
         assert set(row) == ROW_KEYS, row
         assert type(row["answer"]) is str, row
         assert_ranked_passages(row["documents"], document_texts(request["corpus"]))
         assert quoted_from(row["answer"], row["documents"]), row
 
-    def orchestrate(self, **options: Any) -> list[Any]:
+    def orchestrate(self, **options: object) -> list[Any]:
         return self.run(**options)
 
-    def one(self, **options: Any) -> dict[str, Any]:
+    def one(self, **options: object) -> dict[str, Any]:
         rows = self.orchestrate(**options)
         assert len(rows) == 1, rows
         return dict(rows[0])

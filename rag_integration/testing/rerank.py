@@ -8,7 +8,7 @@ model folder whose vocabulary covers ``KIT_TEXTS``, every text this kit sends). 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import pytest
@@ -78,16 +78,16 @@ class RerankContractTests(ContractKit):
     def top_k_answer_size(cls) -> tuple[int, int]:
         return len(CANDIDATES), len(CANDIDATES)  # every candidate is kept
 
-    def check_row(self, row: Any, request: Mapping[str, Any]) -> None:
+    def check_row(self, row: Sequence[Mapping[str, Any]], request: Mapping[str, Any]) -> None:
         """The candidates reordered: passages of the request's candidates, every one kept up to ``top_k``."""
         candidates = request["candidates"]
         assert_ranked_passages(row, document_texts(candidates))
         assert len(row) == min(request.get("top_k", 10), len(candidates))
 
-    def rerank(self, **options: Any) -> list[Any]:
+    def rerank(self, **options: object) -> list[Any]:
         return self.run(**options)
 
-    def one(self, **options: Any) -> list[dict[str, Any]]:
+    def one(self, **options: object) -> list[dict[str, Any]]:
         rows = self.rerank(**options)
         assert len(rows) == 1, rows
         return list(rows[0])

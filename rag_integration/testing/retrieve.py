@@ -10,7 +10,7 @@ parity) come from ``ContractKit``, fed by this kit's adapter hooks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -73,7 +73,7 @@ class RetrieveContractTests(ContractKit):
     def top_k_answer_size(cls) -> tuple[int, int]:
         return 2, len(CORPUS)
 
-    def check_row(self, row: Any, request: Mapping[str, Any]) -> None:
+    def check_row(self, row: Sequence[Mapping[str, Any]], request: Mapping[str, Any]) -> None:
         """Passages of the request's corpus, each with a score above zero (SPEC: only score > 0 is returned)."""
         assert_ranked_passages(row, document_texts(request["corpus"]), positive=True)
 
@@ -87,11 +87,11 @@ class RetrieveContractTests(ContractKit):
         """Metadata keys the backend adds to every document (e.g. where it was read from)."""
         return frozenset()
 
-    def retrieve(self, **options: Any) -> list[Any]:
+    def retrieve(self, **options: object) -> list[Any]:
         """The rows for one request."""
         return self.run(**options)
 
-    def one(self, **options: Any) -> list[dict[str, Any]]:
+    def one(self, **options: object) -> list[dict[str, Any]]:
         rows = self.retrieve(**options)
         assert len(rows) == 1, rows
         return list(rows[0])
@@ -209,7 +209,7 @@ class VectorStoreContractTests(RetrieveContractTests):
     def _store_root(self, tmp_path: Path) -> None:
         self.store_root = tmp_path
 
-    def request(self, **options: Any) -> dict[str, Any]:
+    def request(self, **options: object) -> dict[str, Any]:
         request = super().request(**options)
         folder = self.build_store(request)
         return request if folder is None else {**request, "index_dir": str(folder)}

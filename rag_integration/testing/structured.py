@@ -21,7 +21,12 @@ from rag_integration.feature_groups.connectors.structured import guard_sql
 from rag_integration.feature_groups.connectors.structured.sql.sandbox import SqliteSandbox
 from rag_integration.testing.kit import ContractKit
 
-LEFT_OUT: Any = object()
+
+class _LeftOut:
+    """The type of ``LEFT_OUT``: one instance, told apart by identity."""
+
+
+LEFT_OUT = _LeftOut()
 """Stands for an option left out of a request (an explicit None is an error of its own)."""
 
 TABLE = "employees"
@@ -221,10 +226,10 @@ class StructuredContractTests(ContractKit):
         return [cls.known_question()[0], cls.listing_question()[0]]
 
     @classmethod
-    def answer_keys(cls, row: Any) -> list[Any]:
+    def answer_keys(cls, row: Mapping[str, Any]) -> list[Any]:
         return list(row["rows"])
 
-    def check_row(self, row: Any, request: Mapping[str, Any]) -> None:
+    def check_row(self, row: Mapping[str, Any], request: Mapping[str, Any]) -> None:
         """The result shape, and SQL that is one guarded SELECT whose every value is a bound parameter."""
         assert set(row) == RESULT_KEYS, row
         assert isinstance(row["sql"], str) and isinstance(row["params"], list), row
@@ -232,10 +237,10 @@ class StructuredContractTests(ContractKit):
         assert guard_sql(row["sql"], request["table_name"], request["columns"]) == row["sql"]
         assert row["sql"].count("?") == len(row["params"]), row
 
-    def ask(self, **options: Any) -> list[Any]:
+    def ask(self, **options: object) -> list[Any]:
         return self.run(**{"table_name": TABLE, "columns": COLUMNS, "rows": EMPLOYEES, **options})
 
-    def one(self, **options: Any) -> dict[str, Any]:
+    def one(self, **options: object) -> dict[str, Any]:
         results = self.ask(**options)
         assert len(results) == 1, results
         return dict(results[0])
