@@ -102,7 +102,7 @@ def test_every_declared_option_of_our_backends_is_in_its_family_page() -> None:
     for backend in backend_classes():
         if backend.SETTINGS is None or not backend.__module__.startswith("rag_integration."):
             continue
-        page = (DOCS / f"{backend.FAMILY}.md").read_text(encoding="utf-8")
+        page = (DOCS / f"{backend.DOCS_PAGE or backend.FAMILY}.md").read_text(encoding="utf-8")
         missing += [row for row in options_table(backend.SETTINGS).splitlines() if row not in page]
     assert not missing, "rows to put in the family pages (from core.options.options_table):\n" + "\n".join(missing)
 

@@ -32,6 +32,8 @@ class SelectorFeatureGroup(FeatureGroup):
     """
 
     FAMILY: ClassVar[str] = ""
+    DOCS_PAGE: ClassVar[str] = ""
+    """The page under ``docs/`` whose options tables document this class (``<FAMILY>.md`` when empty)."""
     FEATURE_NAME: ClassVar[str] = ""
     SELECTOR: ClassVar[str] = ""
     BACKEND: ClassVar[str | None] = None

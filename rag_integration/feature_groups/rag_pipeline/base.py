@@ -34,6 +34,7 @@ class StageFeatureGroup(PythonDictStage):
     """Matches any feature named ``<source>{SUFFIX}`` whose ``SELECTOR`` option equals ``BACKEND``."""
 
     SUFFIX: ClassVar[str] = ""
+    DOCS_PAGE: ClassVar[str] = "pipeline"
 
     @classmethod
     def serves(cls, feature_name: str) -> bool:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic
 
 from rag_integration.core.documents.corpus import Document
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import OptionReader, SettingsT
 from rag_integration.feature_groups.rag_pipeline.base import StageFeatureGroup, document_row
 
 
-class BaseChunker(StageFeatureGroup):
+class BaseChunker(StageFeatureGroup, Generic[SettingsT]):
     """Selected by ``chunker``; a backend splits one text into chunk texts, the base names and annotates them."""
 
     FAMILY: ClassVar[str] = "chunking"
@@ -30,12 +30,13 @@ class BaseChunker(StageFeatureGroup):
         return rows
 
     @classmethod
-    def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
-        return {}
+    def split(cls, text: str, settings: SettingsT) -> list[str]:
+        """Non-empty chunk texts, in order, each a contiguous piece of ``text``.
 
-    @classmethod
-    def split(cls, text: str, settings: dict[str, Any]) -> list[str]:
-        """Non-empty chunk texts, in order, each a contiguous piece of ``text``."""
+        Args:
+            text: one document's text.
+            settings: the backend's ``SETTINGS``, read from the request.
+        """
         raise NotImplementedError
 
 
