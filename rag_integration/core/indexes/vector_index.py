@@ -19,7 +19,7 @@ import numpy.typing as npt
 from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.extras import require_module
 from rag_integration.core.indexes.store import load_npy, save_npy
-from rag_integration.core.options import OptionReader, OptionSpec, option, option_specs, read_options
+from rag_integration.core.options import OptionReader, OptionSpec, option, read_options
 from rag_integration.core.ranking.passages import Hits
 
 if TYPE_CHECKING:
@@ -109,22 +109,6 @@ class FaissSettings:
             "hnsw_ef_search": self.search.hnsw_ef_search,
             "ivf_nprobe": self.search.ivf_nprobe,
         }
-
-
-FAISS_OPTIONS = tuple(spec.key for spec in option_specs(FaissSettings))
-"""The option keys ``FaissSettings.read`` reads: declared by every backend that builds or searches a FAISS index."""
-
-
-def read_search_threads(reader: OptionReader) -> int:
-    """``search_threads`` as declared in ``SEARCH_THREADS``."""
-    threads = SEARCH_THREADS.read(reader)
-    assert isinstance(threads, int)  # declared kind "integer"
-    return threads
-
-
-def read_faiss_settings(reader: OptionReader) -> dict[str, Any]:
-    """The FAISS options in a vector store manifest's form, for the ``__indexed`` stage."""
-    return FaissSettings.read(reader).manifest()
 
 
 def build_faiss_index(

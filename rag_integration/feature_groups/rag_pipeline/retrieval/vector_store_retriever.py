@@ -15,10 +15,10 @@ from typing import Any, ClassVar
 from rag_integration.core.documents.corpus import Document, corpus_fingerprint
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError, MissingOptionError
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
-from rag_integration.core.indexes.embedders import DEFAULT_EMBEDDER, QueryVectors, get_embedder
+from rag_integration.core.indexes.embedders import EMBEDDING_MODEL, QueryVectors, get_embedder
 from rag_integration.core.indexes.store import StoreClaim, StoredVersion, read_store
-from rag_integration.core.indexes.vector_index import FaissSettings, read_search_threads, search_faiss_index
-from rag_integration.core.options import OptionReader
+from rag_integration.core.indexes.vector_index import SEARCH_THREADS, FaissSettings, search_faiss_index
+from rag_integration.core.options import OptionReader, read_options
 from rag_integration.core.ranking.passages import AllowedMask, Hits
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector, RetrieveRequest
 from rag_integration.feature_groups.rag_pipeline.vector_store.store import VectorStore, check_store_claim, load_store
@@ -29,8 +29,8 @@ class VectorStoreSettings:
     """``embedding_model`` (default ``minilm``, as for every dense backend; the store's manifest must name the same
     model, it never chooses one) and ``search_threads``; the store fixes the rest."""
 
-    embedding_model: str
-    threads: int
+    embedding_model: str = EMBEDDING_MODEL.field()
+    threads: int = SEARCH_THREADS.field()
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class VectorStoreRetriever(BaseRetrieveConnector[VectorStoreSettings, VectorStor
     A store that fails its checks is an ``IndexMismatchError`` too: there is no corpus to rebuild it from."""
 
     BACKEND: ClassVar[str | None] = "vector_store"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("embedding_model", "search_threads")
+    SETTINGS: ClassVar[type[Any] | None] = VectorStoreSettings
     EXTRA: ClassVar[str | None] = "faiss"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("faiss",)
     CORPUS_REQUIRED: ClassVar[bool] = False
@@ -72,9 +72,9 @@ class VectorStoreRetriever(BaseRetrieveConnector[VectorStoreSettings, VectorStor
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> VectorStoreSettings:
-        model = reader.string("embedding_model", default=DEFAULT_EMBEDDER)
-        get_embedder(model)  # a bad name is refused before any store is read
-        return VectorStoreSettings(model, read_search_threads(reader))
+        settings = read_options(VectorStoreSettings, reader)
+        get_embedder(settings.embedding_model)  # a bad name is refused before any store is read
+        return settings
 
     @classmethod
     def open_index(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from rag_integration.core.indexes.vector_index import FAISS_OPTIONS, read_faiss_settings
+from rag_integration.core.indexes.vector_index import FaissSettings
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.rag_pipeline.vector_store.base import BaseVectorStore
 
@@ -14,10 +14,11 @@ class FaissVectorStore(BaseVectorStore):
     """``vector_store="faiss"`` with ``faiss_index`` (flat, hnsw, ivf) and ``index_dir``."""
 
     BACKEND: ClassVar[str | None] = "faiss"
-    OPTIONS: ClassVar[tuple[str, ...]] = (*FAISS_OPTIONS,)
+    SETTINGS: ClassVar[type[Any] | None] = FaissSettings
     EXTRA: ClassVar[str | None] = "faiss"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("faiss",)
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> dict[str, Any]:
-        return read_faiss_settings(reader)
+        """The FAISS options in the form a store's manifest records them."""
+        return FaissSettings.read(reader).manifest()
