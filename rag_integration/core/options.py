@@ -254,7 +254,7 @@ class OptionSpec:
             return "none"
         if isinstance(self.default, str):
             return f"`{self.default}`"
-        if isinstance(self.default, float) and not isinstance(self.default, bool):
+        if isinstance(self.default, (int, float)) and not isinstance(self.default, bool):
             return _bound(self.default)
         return str(self.default)
 

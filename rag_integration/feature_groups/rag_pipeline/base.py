@@ -25,6 +25,8 @@ class PythonDictStage(SelectorFeatureGroup):
     columns, so stages run there (mloda picks PythonDict from an ordered ``compute_frameworks`` list), while the
     ``vector_store`` retrieval that reads their store serves every framework."""
 
+    DOCS_PAGE: ClassVar[str] = "pipeline"
+
     @classmethod
     def compute_framework_rule(cls) -> set[type[ComputeFramework]] | None:
         return {PythonDictFramework}
@@ -34,7 +36,6 @@ class StageFeatureGroup(PythonDictStage):
     """Matches any feature named ``<source>{SUFFIX}`` whose ``SELECTOR`` option equals ``BACKEND``."""
 
     SUFFIX: ClassVar[str] = ""
-    DOCS_PAGE: ClassVar[str] = "pipeline"
 
     @classmethod
     def serves(cls, feature_name: str) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -16,12 +17,36 @@ from rag_integration.core.documents.files import (
     read_file_bytes,
 )
 from rag_integration.core.errors import InvalidOptionError
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import OptionReader, option, read_options
 from rag_integration.feature_groups.rag_pipeline.documents.base import BaseDocumentSource
 
 SUFFIXES = (".txt", ".md", ".jsonl", ".csv")
 MAX_JSON_NESTING = 64
 """How deeply a JSONL record may nest: deeper is refused before it can exhaust the parser's recursion."""
+
+
+@dataclass(frozen=True)
+class FileSourceSettings:
+    paths: str | list[str] = option(
+        "paths", "string_or_strings", "a folder (read recursively), a file or a glob, or a list of them"
+    )
+    encoding: str = option("encoding", "string", "the files' text encoding", default="utf-8")
+    text_field: str = option(
+        "text_field", "string", "the text's field in a `.jsonl` record or `.csv` row", default="text"
+    )
+    id_field: str = option(
+        "id_field", "string", "the doc_id's field in a `.jsonl` record or `.csv` row", default="doc_id"
+    )
+    follow_symlinks: bool = option(
+        "follow_symlinks", "boolean", "follow links out of a folder (they must still stay inside it)", default=False
+    )
+    max_file_bytes: int = option(
+        "max_file_bytes",
+        "integer",
+        "the largest file read (a larger one is refused)",
+        default=DEFAULT_MAX_FILE_BYTES,
+        minimum=1,
+    )
 
 
 class FileDocumentSource(BaseDocumentSource):
@@ -30,45 +55,32 @@ class FileDocumentSource(BaseDocumentSource):
     Folders are untrusted (``core.documents.files``): ``follow_symlinks`` (default False) and ``max_file_bytes`` bound them."""
 
     BACKEND: ClassVar[str | None] = "files"
-    OPTIONS: ClassVar[tuple[str, ...]] = (
-        "paths",
-        "encoding",
-        "text_field",
-        "id_field",
-        "follow_symlinks",
-        "max_file_bytes",
-    )
+    SETTINGS: ClassVar[type[Any] | None] = FileSourceSettings
     OPTION: ClassVar[str] = "paths"
 
     @classmethod
     def load(cls, reader: OptionReader) -> list[dict[str, Any]]:
-        paths = reader.string_or_strings("paths")
+        settings = read_options(FileSourceSettings, reader)
         rules = FileRules(
-            suffixes=SUFFIXES,
-            follow_symlinks=reader.boolean("follow_symlinks", default=False),
-            max_file_bytes=reader.integer("max_file_bytes", default=DEFAULT_MAX_FILE_BYTES, minimum=1),
+            suffixes=SUFFIXES, follow_symlinks=settings.follow_symlinks, max_file_bytes=settings.max_file_bytes
         )
-        settings = {
-            "encoding": reader.string("encoding", default="utf-8"),
-            "text_field": reader.string("text_field", default="text"),
-            "id_field": reader.string("id_field", default="doc_id"),
-        }
+        paths = settings.paths
         documents: list[dict[str, Any]] = []
         for file in find_files([paths] if isinstance(paths, str) else paths, rules):
             documents.extend(_read_file(file, read_file_bytes(file, rules), settings))
         return documents
 
 
-def _read_file(found: FoundFile, data: bytes, settings: dict[str, str]) -> list[dict[str, Any]]:
+def _read_file(found: FoundFile, data: bytes, settings: FileSourceSettings) -> list[dict[str, Any]]:
     file = found.shown
     try:
-        content = data.decode(settings["encoding"])
+        content = data.decode(settings.encoding)
     except UnicodeDecodeError as error:
         raise InvalidOptionError(
-            "paths", str(file), f"text in {settings['encoding']} (byte {error.start}: {error.reason})"
+            "paths", str(file), f"text in {settings.encoding} (byte {error.start}: {error.reason})"
         ) from error
     except LookupError as error:
-        raise InvalidOptionError("encoding", settings["encoding"], "a codec Python knows") from error
+        raise InvalidOptionError("encoding", settings.encoding, "a codec Python knows") from error
     suffix = file.suffix.lower()
     if suffix == ".jsonl":
         records = _jsonl_records(content, file)
@@ -133,8 +145,10 @@ def _nesting(value: object) -> int:
     return deepest
 
 
-def _record_document(record: dict[str, Any], file: Path, fallback_id: str, settings: dict[str, str]) -> dict[str, Any]:
-    text_field, id_field = settings["text_field"], settings["id_field"]
+def _record_document(
+    record: dict[str, Any], file: Path, fallback_id: str, settings: FileSourceSettings
+) -> dict[str, Any]:
+    text_field, id_field = settings.text_field, settings.id_field
     if not isinstance(record.get(text_field), str):
         raise InvalidOptionError("text_field", text_field, f"a text column/key present in every record of {file}")
     metadata = {key: value for key, value in record.items() if key not in (text_field, id_field)}
