@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from rag_integration.core.errors import DeadlineExceededError
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import OptionReader, OptionSpec
 
 T = TypeVar("T")
 
@@ -31,6 +31,15 @@ _clock = time.monotonic
 
 DEADLINE_OPTION = "deadline_ms"
 MAX_DEADLINE_MS = 7 * 24 * 3600 * 1000  # a week: keeps every derived socket timeout finite and representable
+DEADLINE_MS: OptionSpec[int | None] = OptionSpec(
+    DEADLINE_OPTION,
+    "integer",
+    "time budget of this feature group's answer (each step of a chain has its own): `DeadlineExceededError` past it",
+    default=None,
+    minimum=1,
+    maximum=MAX_DEADLINE_MS,
+    shown_as="int >= 1",
+)
 
 
 @dataclass(frozen=True)
@@ -43,7 +52,7 @@ class Deadline:
 
     @classmethod
     def read(cls, reader: OptionReader) -> Deadline:
-        limit = reader.integer(DEADLINE_OPTION, default=None, minimum=1, maximum=MAX_DEADLINE_MS)
+        limit = DEADLINE_MS.read(reader)
         return cls(limit, _clock())
 
     @property

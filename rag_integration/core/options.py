@@ -9,7 +9,7 @@ import typing
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar, cast
 
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 
@@ -29,6 +29,7 @@ REQUIRED: Final = _Missing()
 """The default of an option that must be given: reading it absent is a ``MissingOptionError``."""
 T = TypeVar("T")
 D = TypeVar("D")
+V = TypeVar("V")
 SettingsT = TypeVar("SettingsT")
 """A backend's settings type, which family bases are generic over (``BaseRerankConnector[LexicalSettings]``)."""
 
@@ -148,6 +149,15 @@ class OptionReader:
             return Path(value)
         raise InvalidOptionError(key, value, "a path (str or os.PathLike)")
 
+    def mapping(self, key: str, *, default: D | _Missing = REQUIRED) -> dict[str, object] | D:
+        """A dict with str keys (its values are the reader's caller's to check)."""
+        value = self.raw(key)
+        if value is None:
+            return self._absent(key, default, "a dict")
+        if not isinstance(value, Mapping) or not all(isinstance(name, str) for name in value):
+            raise InvalidOptionError(key, value, "a dict with str keys")
+        return dict(value)
+
     def sequence(self, key: str, *, default: D | _Missing = REQUIRED) -> list[object] | D:
         value = self.raw(key)
         if value is None:
@@ -172,13 +182,14 @@ class NoSettings:
     """The settings of a backend without options of its own."""
 
 
-KINDS = ("string", "integer", "number", "boolean", "choice", "path", "sequence", "string_or_strings")
+KINDS = ("string", "integer", "number", "boolean", "choice", "path", "sequence", "mapping", "string_or_strings")
 
 
 @dataclass(frozen=True)
-class OptionSpec:
+class OptionSpec(Generic[V]):
     """One option, declared once: its key, kind, default, bounds or choices and a line of help. Reading, the
-    ``OPTIONS`` a backend declares and the options tables in the docs all derive from it."""
+    ``OPTIONS`` a backend declares and the options tables in the docs all derive from it. ``V`` is the type a read
+    gives (``OptionSpec[int]`` for an integer with a default), stated where the option is declared."""
 
     key: str
     kind: str
@@ -198,8 +209,11 @@ class OptionSpec:
         if (self.kind == "choice") != bool(self.choices):
             raise ValueError(f"option {self.key!r}: choices go with kind 'choice', and only with it")
 
-    def read(self, reader: OptionReader) -> object:
+    def read(self, reader: OptionReader) -> V:
         """The request's value, checked as declared, or the default."""
+        return cast(V, self._read(reader))
+
+    def _read(self, reader: OptionReader) -> object:
         if self.kind == "integer":
             minimum = None if self.minimum is None else int(self.minimum)
             maximum = None if self.maximum is None else int(self.maximum)
@@ -220,6 +234,7 @@ class OptionSpec:
             "boolean": reader.boolean,
             "path": reader.path,
             "sequence": reader.sequence,
+            "mapping": reader.mapping,
             "string_or_strings": reader.string_or_strings,
         }
         return readers[self.kind](self.key, default=self.default)
@@ -275,11 +290,13 @@ def option(
     shown_as: str = "",
 ) -> Any:
     """A settings dataclass field declaring one option: ``k1: float = option("bm25_k1", "number", "...", ...)``."""
-    spec = OptionSpec(key, kind, help, default, minimum, maximum, exclusive_minimum, choices, shown_as=shown_as)
+    spec: OptionSpec[object] = OptionSpec(
+        key, kind, help, default, minimum, maximum, exclusive_minimum, choices, shown_as=shown_as
+    )
     return spec.field()
 
 
-DeclaredFields = tuple[tuple[str, "OptionSpec | type[object]"], ...]
+DeclaredFields = tuple[tuple[str, "OptionSpec[Any] | type[object]"], ...]
 _DECLARED_FIELDS: dict[type[object], DeclaredFields] = {}
 
 
@@ -292,7 +309,7 @@ def _declared_fields(settings: type[object]) -> DeclaredFields:
     if not dataclasses.is_dataclass(settings):
         raise TypeError(f"{settings.__name__} is not a settings dataclass")
     hints = typing.get_type_hints(settings)
-    declared: list[tuple[str, OptionSpec | type[object]]] = []
+    declared: list[tuple[str, OptionSpec[Any] | type[object]]] = []
     for field in dataclasses.fields(settings):
         spec = field.metadata.get(OPTION_METADATA)
         if spec is not None:
@@ -303,9 +320,14 @@ def _declared_fields(settings: type[object]) -> DeclaredFields:
     return _DECLARED_FIELDS[settings]
 
 
-def option_specs(settings: type[object]) -> tuple[OptionSpec, ...]:
+def option_keys(*specs: OptionSpec[Any]) -> tuple[str, ...]:
+    """The keys of ``specs``: what a class lists in ``OPTIONS`` for options declared as module constants."""
+    return tuple(spec.key for spec in specs)
+
+
+def option_specs(settings: type[object]) -> tuple[OptionSpec[Any], ...]:
     """Every option a settings dataclass declares, its nested settings' included, in field order."""
-    specs: list[OptionSpec] = []
+    specs: list[OptionSpec[Any]] = []
     for _, declared in _declared_fields(settings):
         specs.extend([declared] if isinstance(declared, OptionSpec) else option_specs(declared))
     return tuple(specs)

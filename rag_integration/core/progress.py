@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from rag_integration.core.options import OptionSpec
+
 if TYPE_CHECKING:
     from rich.progress import Progress
 
@@ -23,6 +25,9 @@ LOGGER = logging.getLogger("rag_integration")
 
 _ENABLED: contextvars.ContextVar[bool] = contextvars.ContextVar("rag_integration_show_progress", default=False)
 _DISPLAY_LOCK = threading.Lock()
+SHOW_PROGRESS: OptionSpec[bool] = OptionSpec(
+    "show_progress", "boolean", "draw progress bars on stderr for this feature group's steps", default=False
+)
 _display: Progress | None = None
 """The rich ``Progress`` open in this process (shared by every thread), or None."""
 

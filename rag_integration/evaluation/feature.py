@@ -18,7 +18,7 @@ from rag_integration.core.contract.frames import adapter_for, column_values, fra
 from rag_integration.core.contract.schema import FLOAT
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.options import OptionReader
-from rag_integration.core.progress import showing_progress, step
+from rag_integration.core.progress import SHOW_PROGRESS, showing_progress, step
 from rag_integration.evaluation.metrics import per_query_scores, read_metrics
 
 DEFAULT_RANKINGS_SOURCE = "retrieved_passages"
@@ -73,7 +73,7 @@ class RetrievalMetrics(FeatureGroup):
         judgements = read_qrels(reader.raw("qrels"), len(rankings))
         metrics = read_metrics(reader.raw("metrics"))
         description = f"scoring {len(rankings)} rankings ({', '.join(metrics)})"
-        with showing_progress(reader.boolean("show_progress", default=False)), step(description):
+        with showing_progress(SHOW_PROGRESS.read(reader)), step(description):
             scores = per_query_scores(rankings, judgements, metrics)
         return adapter.write(cls.FEATURE_NAME, scores, dict.fromkeys(metrics, FLOAT), readable)
 

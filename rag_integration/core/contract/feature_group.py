@@ -10,14 +10,15 @@ from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 
 from rag_integration.core.contract.declarations import check_request_options, check_selector
 from rag_integration.core.contract.frames import FrameworkAdapter, adapter_for, framework_classes
+from rag_integration.core.contract.request_options import RETURN_METADATA
 from rag_integration.core.contract.schema import Shape, passages_shape
 from rag_integration.core.contract.sources import Source
-from rag_integration.core.deadline import DEADLINE_OPTION, Deadline, check_deadline, deadline_scope
+from rag_integration.core.deadline import DEADLINE_MS, Deadline, check_deadline, deadline_scope
 from rag_integration.core.documents.corpus import Corpus
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, short_repr
 from rag_integration.core.extras import modules_installed
-from rag_integration.core.options import NoSettings, OptionReader, option_specs, read_options
-from rag_integration.core.progress import showing_progress, step
+from rag_integration.core.options import NoSettings, OptionReader, option_keys, option_specs, read_options
+from rag_integration.core.progress import SHOW_PROGRESS, showing_progress, step
 
 if TYPE_CHECKING:
     from rag_integration.core.contract.frames import ReadableFrame
@@ -41,7 +42,7 @@ class SelectorFeatureGroup(FeatureGroup):
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ()
     SOURCES: ClassVar[tuple[Source, ...]] = ()
     """The family's inputs that come inline or from an upstream feature (``core.contract.sources``)."""
-    OPTIONS: ClassVar[tuple[str, ...]] = (DEADLINE_OPTION, "show_progress")
+    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(DEADLINE_MS, SHOW_PROGRESS)
     """The option keys this class reads, besides the selector and its ``SOURCES``. A family
     base lists the family's keys and a backend only its own: ``declared_options`` adds up the whole class ladder."""
 
@@ -145,7 +146,7 @@ class SelectorFeatureGroup(FeatureGroup):
         adapter = adapter_for(next(iter(features.features)).get_compute_framework().get_class_name())
         with (
             deadline_scope(Deadline.read(reader)),
-            showing_progress(reader.boolean("show_progress", default=False)),
+            showing_progress(SHOW_PROGRESS.read(reader)),
             step(f"{cls.FEATURE_NAME} ({cls.BACKEND})"),
         ):
             return cls.answer_frame(adapter, data, reader)
@@ -161,7 +162,7 @@ class SelectorFeatureGroup(FeatureGroup):
     @classmethod
     def output_shape(cls, reader: OptionReader) -> Shape:
         """The typed shape of one output row (``core.contract.schema``); passages unless a family says otherwise."""
-        return passages_shape(reader.boolean("return_metadata", default=False))
+        return passages_shape(RETURN_METADATA.read(reader))
 
     @classmethod
     def answer(cls, data: ReadableFrame | None, reader: OptionReader) -> Mapping[str, Any]:

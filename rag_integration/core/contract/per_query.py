@@ -17,12 +17,19 @@ from typing import Any, TypeVar
 from rag_integration.core.contract.schema import STRING, Shape
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.errors import ConnectorError, DeadlineExceededError
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import OptionReader, OptionSpec
 
 T = TypeVar("T")
 
 ON_ERROR_OPTION = "on_error"
 ON_ERROR_CHOICES = ("raise", "row")
+ON_ERROR: OptionSpec[str] = OptionSpec(
+    ON_ERROR_OPTION,
+    "choice",
+    "`row`: a query that fails gets a row with `error` (typed class and message) and the rest of the batch is answered",
+    default="raise",
+    choices=ON_ERROR_CHOICES,
+)
 
 
 def describe_error(error: ConnectorError) -> str:
@@ -38,7 +45,7 @@ class ErrorPolicy:
 
     @classmethod
     def read(cls, reader: OptionReader) -> ErrorPolicy:
-        return cls(reader.choice(ON_ERROR_OPTION, ON_ERROR_CHOICES, default="raise") == "row")
+        return cls(ON_ERROR.read(reader) == "row")
 
     def shape(self, shape: Mapping[str, Shape]) -> dict[str, Shape]:
         """The row shape under this policy: ``error`` is added in row mode."""

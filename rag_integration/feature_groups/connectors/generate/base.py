@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
-from rag_integration.core.contract.per_query import ON_ERROR_OPTION, ErrorPolicy
+from rag_integration.core.contract.per_query import ON_ERROR, ErrorPolicy
 from rag_integration.core.contract.queries import passage_requests
+from rag_integration.core.contract.request_options import FILTERS
 from rag_integration.core.contract.schema import STRING, Shape
-from rag_integration.core.contract.sources import PASSAGES, Source
+from rag_integration.core.contract.sources import PASSAGES, QUERIES, Source
 from rag_integration.core.documents.corpus import Document
-from rag_integration.core.options import OptionReader, SettingsT
+from rag_integration.core.options import OptionReader, SettingsT, option_keys
 from rag_integration.core.text.grounding import QuotableSentence, check_cited_answer, quotable_sentences
 
 if TYPE_CHECKING:
@@ -47,8 +48,8 @@ class BaseGenerateConnector(SelectorFeatureGroup, Generic[SettingsT]):
     FAMILY: ClassVar[str] = "generate"
     FEATURE_NAME: ClassVar[str] = "generated_answer"
     SELECTOR: ClassVar[str] = "generate_backend"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("query_text", "queries_source", "filters", ON_ERROR_OPTION)
-    SOURCES: ClassVar[tuple[Source, ...]] = (PASSAGES,)
+    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(FILTERS, ON_ERROR)
+    SOURCES: ClassVar[tuple[Source, ...]] = (QUERIES, PASSAGES)
     """Read as a ``Corpus`` once matched, so mloda's planning copies a fingerprint, not every passage's text."""
 
     @classmethod

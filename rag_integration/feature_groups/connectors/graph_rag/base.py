@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.queries import query_rows
-from rag_integration.core.contract.sources import GRAPH, Source
+from rag_integration.core.contract.request_options import FILTERS, RETURN_METADATA, TOP_K, read_metadata_filter
+from rag_integration.core.contract.sources import GRAPH, QUERIES, Source
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Document, MetadataFilter, read_documents
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError, RankingContractError, short_repr
-from rag_integration.core.options import OptionReader, SettingsT, option
+from rag_integration.core.options import OptionReader, SettingsT, option, option_keys
 from rag_integration.core.ranking.passages import rank_hits
 from rag_integration.core.text.lexical import lexical_scores
 
@@ -99,15 +100,9 @@ class BaseGraphRagConnector(SelectorFeatureGroup, Generic[SettingsT]):
     FAMILY: ClassVar[str] = "graph_rag"
     FEATURE_NAME: ClassVar[str] = "graph_passages"
     SELECTOR: ClassVar[str] = "graph_backend"
-    OPTIONS: ClassVar[tuple[str, ...]] = (
-        "query_text",
-        "queries_source",
-        "edges",
-        "top_k",
-        "filters",
-        "return_metadata",
-    )
-    SOURCES: ClassVar[tuple[Source, ...]] = (GRAPH,)
+    OPTIONS: ClassVar[tuple[str, ...]] = ("edges", *option_keys(TOP_K, FILTERS, RETURN_METADATA))
+    """``edges`` goes with the inline ``nodes`` of ``GRAPH``."""
+    SOURCES: ClassVar[tuple[Source, ...]] = (QUERIES, GRAPH)
     SETTINGS: ClassVar[type[Any] | None] = GraphSettings
 
     @classmethod
@@ -116,10 +111,10 @@ class BaseGraphRagConnector(SelectorFeatureGroup, Generic[SettingsT]):
         if reader.has("nodes") or reader.has("edges"):
             inline = {"nodes": reader.raw("nodes"), "edges": reader.raw("edges")}
         rows = query_rows(reader, data, "nodes", inline, "graph_source")
-        top_k = reader.integer("top_k", default=10, minimum=1)
-        return_metadata = reader.boolean("return_metadata", default=False)
+        top_k = TOP_K.read(reader)
+        return_metadata = RETURN_METADATA.read(reader)
         settings = cls.read_settings(reader)
-        metadata_filter = MetadataFilter.from_option(reader.raw("filters"))
+        metadata_filter = read_metadata_filter(reader)
         graphs = [(row.query, read_graph(row.items, "" if row.option == "nodes" else row.option)) for row in rows]
         if metadata_filter is not None:
             graphs = [(query, graph.restricted_to(metadata_filter)) for query, graph in graphs]

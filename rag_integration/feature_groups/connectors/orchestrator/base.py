@@ -14,19 +14,20 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
-from rag_integration.core.contract.per_query import ON_ERROR_OPTION, ErrorPolicy
+from rag_integration.core.contract.per_query import ON_ERROR, ErrorPolicy
 from rag_integration.core.contract.queries import read_corpus, read_queries
+from rag_integration.core.contract.request_options import FILTERS, TOP_K, read_metadata_filter
 from rag_integration.core.contract.schema import STRING, Shape, passages_shape
 from rag_integration.core.contract.sources import CORPUS, QUERIES, Source
 from rag_integration.core.deadline import check_deadline
-from rag_integration.core.documents.corpus import Document, MetadataFilter, corpus_fingerprint
+from rag_integration.core.documents.corpus import Document, corpus_fingerprint
 from rag_integration.core.errors import (
     GroundingError,
     RankingContractError,
     short_repr,
 )
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
-from rag_integration.core.options import OptionReader, SettingsT
+from rag_integration.core.options import OptionReader, SettingsT, option_keys
 from rag_integration.core.ranking.passages import rank_hits
 from rag_integration.core.text.grounding import check_quoted_answer, quote_form
 
@@ -65,8 +66,8 @@ class OrchestratorRequest:
     def read(cls, reader: OptionReader, data: ReadableFrame | None) -> OrchestratorRequest:
         queries = read_queries(reader, data)
         corpus = read_corpus(reader, data)
-        top_k = reader.integer("top_k", default=10, minimum=1)
-        metadata_filter = MetadataFilter.from_option(reader.raw("filters"))
+        top_k = TOP_K.read(reader)
+        metadata_filter = read_metadata_filter(reader)
         if metadata_filter is None:
             return cls(queries, corpus, top_k)
         kept = metadata_filter.apply(corpus)
@@ -80,7 +81,7 @@ class BaseOrchestratorConnector(SelectorFeatureGroup, Generic[SettingsT]):
     FAMILY: ClassVar[str] = "orchestrator"
     FEATURE_NAME: ClassVar[str] = "orchestrated_answer"
     SELECTOR: ClassVar[str] = "orchestrator_backend"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("top_k", "filters", ON_ERROR_OPTION)
+    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(TOP_K, FILTERS, ON_ERROR)
     SOURCES: ClassVar[tuple[Source, ...]] = (QUERIES, CORPUS)
 
     @classmethod

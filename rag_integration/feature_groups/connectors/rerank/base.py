@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.queries import passage_requests
-from rag_integration.core.contract.sources import CANDIDATES, Source
+from rag_integration.core.contract.request_options import FILTERS, RETURN_METADATA, TOP_K
+from rag_integration.core.contract.sources import CANDIDATES, QUERIES, Source
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import RankingContractError
-from rag_integration.core.options import OptionReader, SettingsT
+from rag_integration.core.options import OptionReader, SettingsT, option_keys
 from rag_integration.core.ranking.passages import passage_row
 
 if TYPE_CHECKING:
@@ -31,14 +32,14 @@ class BaseRerankConnector(SelectorFeatureGroup, Generic[SettingsT]):
     FAMILY: ClassVar[str] = "rerank"
     FEATURE_NAME: ClassVar[str] = "reranked_passages"
     SELECTOR: ClassVar[str] = "rerank_backend"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("query_text", "queries_source", "top_k", "filters", "return_metadata")
-    SOURCES: ClassVar[tuple[Source, ...]] = (CANDIDATES,)
+    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(TOP_K, FILTERS, RETURN_METADATA)
+    SOURCES: ClassVar[tuple[Source, ...]] = (QUERIES, CANDIDATES)
 
     @classmethod
     def answer(cls, data: ReadableFrame | None, reader: OptionReader) -> Mapping[str, Any]:
         requests = passage_requests(reader, data, "candidates", "candidates_source")
-        top_k = reader.integer("top_k", default=10, minimum=1)
-        return_metadata = reader.boolean("return_metadata", default=False)
+        top_k = TOP_K.read(reader)
+        return_metadata = RETURN_METADATA.read(reader)
         settings = cls.read_settings(reader)
         rows = []
         for position, (query, candidates) in enumerate(requests):

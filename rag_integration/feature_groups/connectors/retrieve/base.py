@@ -16,12 +16,19 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.frames import FrameworkAdapter, SparkAdapter
 from rag_integration.core.contract.queries import read_corpus, read_index_dir, read_queries
+from rag_integration.core.contract.request_options import (
+    FILTERS,
+    INDEX_DIR,
+    RETURN_METADATA,
+    TOP_K,
+    read_metadata_filter,
+)
 from rag_integration.core.contract.sources import CORPUS, QUERIES, Source
 from rag_integration.core.contract.spark import Shipment, answer_partitions
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Document, MetadataFilter, corpus_fingerprint
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import OptionReader, option_keys
 from rag_integration.core.ranking.passages import AllowedMask, Hits, rank_corpus, search_with_exact_ties
 
 if TYPE_CHECKING:
@@ -67,9 +74,9 @@ class RetrieveRequest:
         return cls(
             queries=queries,
             documents=read_corpus(reader, data) if given else None,
-            top_k=reader.integer("top_k", default=10, minimum=1),
-            metadata_filter=MetadataFilter.from_option(reader.raw("filters")),
-            return_metadata=reader.boolean("return_metadata", default=False),
+            top_k=TOP_K.read(reader),
+            metadata_filter=read_metadata_filter(reader),
+            return_metadata=RETURN_METADATA.read(reader),
             index_dir=read_index_dir(reader),
         )
 
@@ -80,7 +87,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
     FAMILY: ClassVar[str] = "retrieve"
     FEATURE_NAME: ClassVar[str] = "retrieved_passages"
     SELECTOR: ClassVar[str] = "retrieve_backend"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("top_k", "filters", "return_metadata", "index_dir")
+    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(TOP_K, FILTERS, RETURN_METADATA, INDEX_DIR)
     SOURCES: ClassVar[tuple[Source, ...]] = (QUERIES, CORPUS)
     CORPUS_REQUIRED: ClassVar[bool] = True
     """False for a backend whose documents come with its index (``open_index`` reads both from ``index_dir``)."""

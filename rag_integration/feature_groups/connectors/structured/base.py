@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from mloda.user import DataAccessCollection, FeatureName, Options
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
-from rag_integration.core.contract.per_query import ON_ERROR_OPTION, ErrorPolicy
+from rag_integration.core.contract.per_query import ON_ERROR, ErrorPolicy
 from rag_integration.core.contract.schema import JSON, STRING, Shape
 from rag_integration.core.deadline import current_deadline, within_deadline
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
@@ -51,7 +51,7 @@ class BaseStructuredConnector(SelectorFeatureGroup):
         "rows",
         "sql_time_limit",
         "max_result_rows",
-        ON_ERROR_OPTION,
+        ON_ERROR.key,
     )
     EXTRA: ClassVar[str | None] = "structured"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("sqlglot",)

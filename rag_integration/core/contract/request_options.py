@@ -1,0 +1,31 @@
+"""The options the families' requests share, each declared once: families list them by ``option_keys`` and read
+them through their declaration, and docs/options.md's table of shared options is their ``options_table``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rag_integration.core.documents.corpus import MetadataFilter
+from rag_integration.core.options import OptionReader, OptionSpec
+
+TOP_K: OptionSpec[int] = OptionSpec(
+    "top_k", "integer", "results per query; more than there are returns all of them", default=10, minimum=1
+)
+RETURN_METADATA: OptionSpec[bool] = OptionSpec(
+    "return_metadata", "boolean", "add `metadata` (a document's other keys) to each passage", default=False
+)
+FILTERS: OptionSpec[dict[str, object] | None] = OptionSpec(
+    "filters",
+    "mapping",
+    "`{metadata_key: value or list of allowed values}`; a document failing any key is never ranked, drawn from or cited",
+    default=None,
+    shown_as="dict",
+)
+INDEX_DIR: OptionSpec[Path | None] = OptionSpec(
+    "index_dir", "path", "persist indexes here and load them back instead of rebuilding", default=None
+)
+
+
+def read_metadata_filter(reader: OptionReader) -> MetadataFilter | None:
+    """The request's ``filters``, parsed; None when there are none."""
+    return MetadataFilter.from_option(FILTERS.read(reader), FILTERS.key)
