@@ -6,7 +6,7 @@ import dataclasses
 import math
 import os
 import typing
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Generic, Protocol, TypeVar, cast
@@ -344,10 +344,12 @@ def read_options(settings: type[T], reader: OptionReader) -> T:
 
 def options_table(settings: type[object]) -> str:
     """The Markdown rows of the docs' options tables (option, type, default, meaning) for ``settings``."""
-    return "\n".join(
-        f"| `{spec.key}` | {spec.type_text()} | {spec.default_text()} | {spec.help} |"
-        for spec in option_specs(settings)
-    )
+    return option_rows(option_specs(settings))
+
+
+def option_rows(specs: Iterable[OptionSpec[Any]]) -> str:
+    """The Markdown rows (option, type, default, meaning) of ``specs``."""
+    return "\n".join(f"| `{spec.key}` | {spec.type_text()} | {spec.default_text()} | {spec.help} |" for spec in specs)
 
 
 def _bound(value: float) -> str:

@@ -10,9 +10,18 @@ from typing import Any, ClassVar
 
 import pytest
 
+from rag_integration.core.contract.request_options import SHARED_OPTIONS
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import InvalidOptionError, UnknownOptionError
-from rag_integration.core.options import OptionReader, OptionSpec, option, option_specs, options_table, read_options
+from rag_integration.core.options import (
+    OptionReader,
+    OptionSpec,
+    option,
+    option_rows,
+    option_specs,
+    options_table,
+    read_options,
+)
 from rag_integration.core.ranking.passages import AllowedMask, Hits
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
@@ -115,3 +124,9 @@ def test_a_backend_built_from_others_accepts_every_option_of_its_parts() -> None
     missing = parts - HybridRrfRetriever.declared_options() - {"retrieve_backend"}
     assert not missing, missing
     assert {"bm25_k1", "stemmer", "faiss_index", "rrf_k"} <= HybridRrfRetriever.declared_options()
+
+
+def test_the_options_every_family_shares_are_documented_from_their_declarations() -> None:
+    page = (DOCS / "options.md").read_text(encoding="utf-8")
+    missing = [row for row in option_rows(SHARED_OPTIONS).splitlines() if row not in page]
+    assert not missing, "rows to put in docs/options.md (from core.options.option_rows):\n" + "\n".join(missing)

@@ -4,9 +4,13 @@ them through their declaration, and docs/options.md's table of shared options is
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from rag_integration.core.contract.per_query import ON_ERROR
+from rag_integration.core.deadline import DEADLINE_MS
 from rag_integration.core.documents.corpus import MetadataFilter
 from rag_integration.core.options import OptionReader, OptionSpec
+from rag_integration.core.progress import SHOW_PROGRESS
 
 TOP_K: OptionSpec[int] = OptionSpec(
     "top_k", "integer", "results per query; more than there are returns all of them", default=10, minimum=1
@@ -24,6 +28,17 @@ FILTERS: OptionSpec[dict[str, object] | None] = OptionSpec(
 INDEX_DIR: OptionSpec[Path | None] = OptionSpec(
     "index_dir", "path", "persist indexes here and load them back instead of rebuilding", default=None
 )
+
+SHARED_OPTIONS: tuple[OptionSpec[Any], ...] = (
+    TOP_K,
+    RETURN_METADATA,
+    FILTERS,
+    INDEX_DIR,
+    DEADLINE_MS,
+    ON_ERROR,
+    SHOW_PROGRESS,
+)
+"""Every option a family's request reads beside its backend's own (which families read which: their pages)."""
 
 
 def read_metadata_filter(reader: OptionReader) -> MetadataFilter | None:
