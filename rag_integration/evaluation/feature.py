@@ -22,7 +22,7 @@ from rag_integration.core.progress import SHOW_PROGRESS, showing_progress, step
 from rag_integration.evaluation.metrics import per_query_scores, read_metrics
 
 DEFAULT_RANKINGS_SOURCE = "retrieved_passages"
-OPTION_KEYS = ("rankings_source", "qrels", "metrics", "show_progress")
+OPTION_KEYS = ("rankings_source", "qrels", "metrics", SHOW_PROGRESS.key)
 """Every option ``retrieval_metrics`` reads (the upstream ranking reads its own)."""
 
 

@@ -20,7 +20,7 @@ from rag_integration.core.contract.schema import JSON, STRING, Shape
 from rag_integration.core.deadline import current_deadline, within_deadline
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.extras import require_module
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import OptionReader, OptionSpec, option_keys
 from rag_integration.core.unicode_text import require_valid_text
 from rag_integration.feature_groups.connectors.structured.question.cursor import NotUnderstood, Question
 from rag_integration.feature_groups.connectors.structured.question.lexicon import Lexicon
@@ -32,8 +32,22 @@ if TYPE_CHECKING:
     from rag_integration.core.contract.frames import ReadableFrame
     from rag_integration.feature_groups.connectors.structured.sql.sandbox import SqliteSandbox
 
-DEFAULT_TIME_LIMIT = 5.0
-DEFAULT_MAX_ROWS = 10_000
+SQL_TIME_LIMIT: OptionSpec[float] = OptionSpec(
+    "sql_time_limit",
+    "number",
+    "seconds reading and loading the table may take, then planning each question, and each statement it runs, "
+    "before `DeadlineExceededError` ([which limit bounds what](options.md#which-limit-bounds-what))",
+    default=5.0,
+    minimum=0.0,
+    exclusive_minimum=True,
+)
+MAX_RESULT_ROWS: OptionSpec[int] = OptionSpec(
+    "max_result_rows",
+    "integer",
+    "more result rows than this is a `SqlSafetyError`, never a cut-short result",
+    default=10_000,
+    minimum=1,
+)
 _LEXICONS: weakref.WeakKeyDictionary[SqliteSandbox, Lexicon] = weakref.WeakKeyDictionary()
 """Each sandbox's lexicon, built once for all the questions asked of it."""
 
@@ -49,9 +63,7 @@ class BaseStructuredConnector(SelectorFeatureGroup):
         "table_name",
         "columns",
         "rows",
-        "sql_time_limit",
-        "max_result_rows",
-        ON_ERROR.key,
+        *option_keys(SQL_TIME_LIMIT, MAX_RESULT_ROWS, ON_ERROR),
     )
     EXTRA: ClassVar[str | None] = "structured"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("sqlglot",)
@@ -84,8 +96,8 @@ class BaseStructuredConnector(SelectorFeatureGroup):
     @classmethod
     def answer(cls, data: ReadableFrame | None, reader: OptionReader) -> Mapping[str, Any]:
         questions = _read_questions(reader)
-        time_limit = reader.number("sql_time_limit", default=DEFAULT_TIME_LIMIT, minimum=0.0, exclusive_minimum=True)
-        max_rows = reader.integer("max_result_rows", default=DEFAULT_MAX_ROWS, minimum=1)
+        time_limit = SQL_TIME_LIMIT.read(reader)
+        max_rows = MAX_RESULT_ROWS.read(reader)
         assert cls.BACKEND is not None
         require_module("sqlglot", cls.BACKEND, "structured")
         from rag_integration.feature_groups.connectors.structured.sql.sandbox import SqliteSandbox

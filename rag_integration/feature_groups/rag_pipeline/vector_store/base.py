@@ -9,11 +9,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rag_integration.core.contract.queries import read_index_dir
+from rag_integration.core.contract.request_options import INDEX_DIR
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.indexes.embedders import get_embedder
 from rag_integration.core.indexes.store import intact_claim
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import OptionReader, option_keys
 from rag_integration.feature_groups.rag_pipeline.base import StageFeatureGroup, document_row
 from rag_integration.feature_groups.rag_pipeline.embedding import HashEmbeddingStage, MiniLMEmbeddingStage
 from rag_integration.feature_groups.rag_pipeline.vector_store.store import store_claim, write_store
@@ -27,7 +28,7 @@ class BaseVectorStore(StageFeatureGroup):
     FAMILY: ClassVar[str] = "vector_store"
     FEATURE_NAME: ClassVar[str] = "<source>__indexed"
     SELECTOR: ClassVar[str] = "vector_store"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("index_dir",)
+    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(INDEX_DIR)
     SUFFIX: ClassVar[str] = "__indexed"
 
     @classmethod
