@@ -95,7 +95,7 @@ def test_nested_settings_are_read_and_declared_alike() -> None:
     settings = read_options(Bm25sRetriever.SETTINGS, OptionReader({"bm25_k1": 1.2, "search_threads": 2}))  # type: ignore[arg-type]
     assert (settings.index.k1, settings.index.b, settings.threads) == (1.2, 0.75, 2)
     keys = [spec.key for spec in option_specs(Bm25sRetriever.SETTINGS)]  # type: ignore[arg-type]
-    assert keys == ["bm25_k1", "bm25_b", "bm25_method", "stemmer", "search_threads"]
+    assert keys == ["bm25_k1", "bm25_b", "bm25_method", "stemmer", "language", "search_threads"]
 
 
 def test_a_declaration_that_cannot_be_read_is_refused_when_written() -> None:

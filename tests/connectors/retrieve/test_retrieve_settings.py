@@ -81,7 +81,7 @@ def test_index_key_is_canonical_json_of_the_index_settings() -> None:
     settings = settings_of(Bm25sRetriever, stemmer=False)
     key = Bm25sRetriever.index_key(documents, settings)
     assert key == IndexKey.of("bm25s", Bm25sRetriever.index_settings(settings), documents.fingerprint)
-    assert json.loads(key.settings) == {"k1": 1.5, "b": 0.75, "method": "lucene", "stemmer": False}
+    assert json.loads(key.settings) == {"k1": 1.5, "b": 0.75, "method": "lucene", "stemmer": False, "language": "auto"}
     assert IndexKey.of("x", {"b": 1, "a": 2}, "f").settings == '{"a": 2, "b": 1}'
     with pytest.raises(TypeError, match="dataclass"):
         IndexKey.of("x", ["not", "settings"], "f")
@@ -205,10 +205,10 @@ def test_a_pickled_index_ranks_identically_in_another_process(
     assert reply["builds"] == 0 and reply["installs"] == 1
 
 
-def test_a_pickled_stemming_tokenizer_still_stems() -> None:
+def test_a_pickled_stemming_index_still_stems_its_queries() -> None:
     index = Bm25sRetriever.build_index(Corpus(CORPUS), Bm25sIndexSettings(1.5, 0.75, "lucene", stemmer=True))
     restored = pickle.loads(pickle.dumps(index))
-    assert restored.tokenizer.stemmer is not None
+    assert restored.query_ids("the purrs of cats") == index.query_ids("purr cat") != []
     search_settings = Bm25sSettings(index.settings, threads=1)
     for query in (["purring cats"], ["the engines"]):
         assert Bm25sRetriever.search(restored, query, 3, None, search_settings) == Bm25sRetriever.search(

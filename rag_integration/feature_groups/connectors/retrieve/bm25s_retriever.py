@@ -1,4 +1,5 @@
-"""Lucene BM25 through bm25s, with English stopwords and the Snowball English stemmer by default."""
+"""Lucene BM25 through bm25s over the core's language analysis (each document's own stemmer, stopwords and
+segmentation; ``core.text.analysis``)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,22 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from rag_integration.core.documents.corpus import Document
+from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.extras import require_module
 from rag_integration.core.indexes.store import load_npy, load_sparse_parts, save_npy, term_ids
 from rag_integration.core.indexes.vector_index import SEARCH_THREADS
 from rag_integration.core.options import option
 from rag_integration.core.ranking.passages import AllowedMask, Hits, best_positive_hits
+from rag_integration.core.text.analysis import (
+    LANGUAGE,
+    UNDETERMINED,
+    CorpusLanguages,
+    analyzer_for,
+    check_language,
+    document_languages,
+    query_language,
+    supported_languages,
+)
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
 if TYPE_CHECKING:
@@ -29,11 +41,10 @@ BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 SCORE_ARRAYS = ("data", "indices", "indptr")
 NONOCCURRENCE_FILE = "nonoccurrence.npy"
 VOCABULARY_FILE = "vocabulary.json"
+LANGUAGES_FILE = "languages.json"
 MAX_BLOCK_QUERIES = 64
 BLOCK_SCORES = 1 << 18
 """Queries scored together on a thread: at most 64, and at most ~260k scores (2 MB) held per block."""
-TOKENIZER_VOCABULARY = ("word_to_stem", "stem_to_sid", "word_to_id")
-"""The tokenizer's learned state (what bm25s's ``save_vocab`` writes); its stemmer is rebuilt from the settings."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +54,13 @@ class Bm25sIndexSettings:
     k1: float = option("bm25_k1", "number", "BM25 term-frequency saturation", default=1.5, minimum=0.0)
     b: float = option("bm25_b", "number", "BM25 length normalisation", default=0.75, minimum=0.0, maximum=1.0)
     method: str = option("bm25_method", "choice", "the BM25 variant", default="lucene", choices=BM25_METHODS)
-    stemmer: bool = option("stemmer", "boolean", "Snowball English stemming; False indexes surface words", default=True)
+    stemmer: bool = option(
+        "stemmer", "boolean", "each language's Snowball stemmer; False indexes surface words", default=True
+    )
+    language: str = LANGUAGE.field()
+
+    def __post_init__(self) -> None:
+        check_language(self.language)
 
 
 @dataclass(frozen=True)
@@ -56,15 +73,19 @@ class Bm25sSettings:
 
 @dataclass(frozen=True)
 class Bm25sIndex:
-    """The BM25 arrays and the tokenizer that made them; pickles without PyStemmer's unpicklable ``Stemmer``."""
+    """The BM25 arrays, the term ids they are indexed by and the languages the documents were analysed in."""
 
     retriever: bm25s.BM25
-    tokenizer: bm25s.tokenization.Tokenizer
+    vocabulary: dict[str, int]
+    languages: CorpusLanguages
     settings: Bm25sIndexSettings
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        vocabulary = {name: getattr(self.tokenizer, name) for name in TOKENIZER_VOCABULARY}
-        return (_restore_index, (self.retriever, vocabulary, self.settings))
+    def query_ids(self, query: str) -> list[int]:
+        """The ids of the query's terms the corpus holds, in order, analysed in the query's language."""
+        language = query_language(query, self.settings.language, self.languages)
+        terms = analyzer_for(language, stem=self.settings.stemmer).terms(query)
+        vocabulary = self.vocabulary
+        return [vocabulary[term] for term in terms if term in vocabulary]
 
     @functools.cached_property
     def term_document_matrix(self) -> scipy.sparse.csr_matrix:
@@ -74,13 +95,6 @@ class Bm25sIndex:
         scores = self.retriever.scores
         shape = (len(scores["indptr"]) - 1, scores["num_docs"])
         return sparse.csr_matrix((scores["data"], scores["indices"], scores["indptr"]), shape=shape)
-
-
-def _restore_index(retriever: bm25s.BM25, vocabulary: dict[str, Any], settings: Bm25sIndexSettings) -> Bm25sIndex:
-    tokenizer = _tokenizer(settings)
-    for name, value in vocabulary.items():
-        setattr(tokenizer, name, value)
-    return Bm25sIndex(retriever, tokenizer, settings)
 
 
 class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm25sIndex]):
@@ -98,13 +112,16 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
     @classmethod
     def build_index(cls, documents: Sequence[Document], settings: Bm25sIndexSettings) -> Bm25sIndex:
         bm25s = require_module("bm25s", "bm25s", "connectors")
-        tokenizer = _tokenizer(settings)
-        corpus_tokens = tokenizer.tokenize(
-            [document.text for document in documents], return_as="tuple", show_progress=False
-        )
+        texts = [document.text for document in documents]
+        languages = document_languages(texts, settings.language)
+        vocabulary = {"": 0}  # as bm25s's tokenizer: a document without terms counts one empty term
+        ids = []
+        for text, language in zip(texts, languages, strict=True):
+            terms = analyzer_for(language, stem=settings.stemmer).terms(text)
+            ids.append([vocabulary.setdefault(term, len(vocabulary)) for term in terms] or [0])
         retriever = bm25s.BM25(k1=settings.k1, b=settings.b, method=settings.method)
-        retriever.index(corpus_tokens, show_progress=False)
-        return Bm25sIndex(retriever, tokenizer, settings)
+        retriever.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocabulary), show_progress=False)
+        return Bm25sIndex(retriever, vocabulary, CorpusLanguages.of(languages), settings)
 
     @classmethod
     def search(
@@ -115,11 +132,7 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
         with bm25s's score matrix, which runs outside the GIL; the sums are added in the same order, so the scores
         are bit for bit bm25s's."""
         retriever = index.retriever
-        known = retriever.unique_token_ids_set
-        tokenized = index.tokenizer.tokenize(
-            queries, update_vocab=False, return_as="ids", show_progress=False, allow_empty=False
-        )
-        query_ids = [[token for token in ids if token in known] for ids in tokenized]
+        query_ids = [index.query_ids(query) for query in queries]
         weight_mask = None if allowed is None else allowed.astype(np.float32)
         if settings.threads == 1 or retriever.nonoccurrence_array is not None:
             return [
@@ -142,9 +155,10 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
             save_npy(folder / f"{name}.npy", np.asarray(scores[name]))
         if index.retriever.nonoccurrence_array is not None:
             save_npy(folder / NONOCCURRENCE_FILE, np.asarray(index.retriever.nonoccurrence_array))
-        vocabulary = {"index": index.retriever.vocab_dict}
-        vocabulary.update({name: getattr(index.tokenizer, name) for name in TOKENIZER_VOCABULARY})
+        vocabulary = {"index": index.vocabulary}
         (folder / VOCABULARY_FILE).write_text(json.dumps(vocabulary, ensure_ascii=False), encoding="utf-8")
+        languages = {"languages": list(index.languages.languages), "main": index.languages.main}
+        (folder / LANGUAGES_FILE).write_text(json.dumps(languages), encoding="utf-8")
 
     @classmethod
     def load_index(cls, folder: Path, settings: Bm25sIndexSettings, documents: Sequence[Document]) -> Bm25sIndex:
@@ -160,17 +174,23 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
         retriever.nonoccurrence_array = None
         if retriever.method in retriever.methods_requiring_nonoccurrence:
             retriever.nonoccurrence_array = load_npy(folder / NONOCCURRENCE_FILE, (len(terms),))
-        tokenizer = _tokenizer(settings)
-        tokenizer.word_to_stem = term_ids(vocabulary, "word_to_stem", folder, values=str)
-        tokenizer.stem_to_sid = term_ids(vocabulary, "stem_to_sid", folder, len(terms))
-        tokenizer.word_to_id = term_ids(vocabulary, "word_to_id", folder, len(terms))
-        return Bm25sIndex(retriever, tokenizer, settings)
+        return Bm25sIndex(retriever, terms, _read_languages(folder), settings)
 
 
-def _tokenizer(settings: Bm25sIndexSettings) -> bm25s.tokenization.Tokenizer:
-    bm25s = require_module("bm25s", "bm25s", "connectors")
-    stemmer = require_module("Stemmer", "bm25s", "connectors").Stemmer("english") if settings.stemmer else None
-    return bm25s.tokenization.Tokenizer(stopwords="en", stemmer=stemmer)
+def _read_languages(folder: Path) -> CorpusLanguages:
+    """The stored corpus languages, checked: known codes, the main one among them."""
+    try:
+        stored = json.loads((folder / LANGUAGES_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise IndexMismatchError("index_dir", str(folder), "the corpus's languages as JSON") from error
+    listed = stored.get("languages") if isinstance(stored, dict) else None
+    main = stored.get("main") if isinstance(stored, dict) else None
+    known = {*supported_languages(), UNDETERMINED}
+    if not isinstance(listed, list) or not all(code in known for code in listed) or not isinstance(main, str):
+        raise IndexMismatchError("index_dir", str(folder), "a list of the corpus's languages")
+    if main not in [*listed, UNDETERMINED]:
+        raise IndexMismatchError("index_dir", str(folder), "the corpus's main language among its languages")
+    return CorpusLanguages(tuple(listed), main)
 
 
 def _block_hits(
