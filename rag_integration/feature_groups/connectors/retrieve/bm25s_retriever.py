@@ -21,6 +21,7 @@ from rag_integration.core.indexes.vector_index import SEARCH_THREADS
 from rag_integration.core.options import option
 from rag_integration.core.ranking.passages import AllowedMask, Hits, best_positive_hits
 from rag_integration.core.text.analysis import (
+    ANALYSIS_VERSION,
     LANGUAGE,
     UNDETERMINED,
     CorpusLanguages,
@@ -58,6 +59,7 @@ class Bm25sIndexSettings:
         "stemmer", "boolean", "each language's Snowball stemmer; False indexes surface words", default=True
     )
     language: str = LANGUAGE.field()
+    analysis: str = ANALYSIS_VERSION
 
     def __post_init__(self) -> None:
         check_language(self.language)
