@@ -1,0 +1,90 @@
+# ruff: noqa: RUF001 (the texts are in the scripts under test)
+"""The one analysis every lexical component uses: words in every script (combining marks inside the word), bigrams
+for scripts without spaces, each language's stemmer and stopwords, and auto-detection per text."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.text.analysis import (
+    AUTO,
+    CorpusLanguages,
+    analyzer_for,
+    check_language,
+    document_languages,
+    query_language,
+    supported_languages,
+    words,
+)
+
+
+def test_combining_marks_stay_inside_their_word() -> None:
+    assert words("हिन्दी भाषा") == ["हिन्दी", "भाषा"]  # Devanagari vowel signs and virama are marks
+    assert words("cafe\u0301 naïve") == ["cafe\u0301", "naïve"]  # a decomposed accent does not cut the word
+    assert words("ภาษาไทย") == ["ภาษาไทย"]
+
+
+def test_english_analysis_is_bm25s_analysis() -> None:
+    """Lower-cased words of two or more characters, Lucene's English stopwords dropped, Snowball stems."""
+    assert analyzer_for("en").terms("The cats are running to a Café, x 42") == ["cat", "run", "café", "42"]
+    assert analyzer_for("en", stem=False).terms("The cats are running") == ["cats", "running"]
+
+
+@pytest.mark.parametrize(
+    ("language", "text", "terms"),
+    [
+        ("de", "Die Häuser der Bundesregierung", ["haus", "bundesregier"]),
+        ("es", "Los gatos están corriendo", ["gat", "corr"]),
+        ("ru", "Кошки бегают по дому", ["кошк", "бега", "дом"]),
+        ("ar", "الكتاب في المكتبة", ["كتاب", "مكتب"]),
+        ("zh", "黑豹队的防守", ["黑豹", "豹队", "队的", "的防", "防守"]),
+        ("ja", "東京タワー", ["東京", "京タ", "タワ", "ワー"]),
+        ("hi", "हिन्दी भाषा में किताबें", ["हिन्द", "भाष", "किताब"]),
+    ],
+)
+def test_each_language_is_analysed_with_its_own_rules(language: str, text: str, terms: list[str]) -> None:
+    assert analyzer_for(language).terms(text) == terms
+
+
+def test_unspaced_runs_are_bigrams_beside_spaced_words() -> None:
+    terms = analyzer_for("zh").terms("NFL的308分，在联赛中")
+    assert terms == ["nfl", "308", "分", "在联", "联赛", "赛中"]  # a lone "的" is a stopword
+
+
+def test_thai_units_keep_their_vowel_and_tone_marks() -> None:
+    terms = analyzer_for("th").terms("ภาษาไทย")
+    assert terms and all(not term[0].isspace() for term in terms)
+    assert "".join(term[0] for term in terms) + terms[-1][1:] == "ภาษาไทย"
+
+
+def test_an_unknown_language_is_a_typed_error_listing_the_supported_ones() -> None:
+    with pytest.raises(InvalidOptionError, match="language") as raised:
+        check_language("xx")
+    assert "'auto' or one of: " in str(raised.value) and "de" in str(raised.value)
+    assert check_language(AUTO) == AUTO and {"en", "de", "zh", "ar", "ru", "es", "th", "hi"} <= set(
+        supported_languages()
+    )
+
+
+def test_auto_places_each_document_and_routes_each_query_to_a_corpus_language() -> None:
+    texts = [
+        "The committee approved the new budget for the public library after a long debate.",
+        "Der Ausschuss hat den neuen Haushalt für die öffentliche Bibliothek nach langer Debatte genehmigt.",
+        "El comité aprobó el nuevo presupuesto de la biblioteca pública tras un largo debate.",
+        "委员会经过长时间的辩论批准了公共图书馆的新预算。",
+    ]
+    languages = document_languages(texts, AUTO)
+    assert languages == ["en", "de", "es", "zh"]
+    corpus = CorpusLanguages.of(languages)
+    assert query_language("Wer hat den Haushalt genehmigt?", AUTO, corpus) == "de"
+    assert query_language("谁批准了预算？", AUTO, corpus) == "zh"
+    assert query_language("anything at all", "fr", corpus) == "fr"
+    assert query_language("¿Quién aprobó el presupuesto?", AUTO, CorpusLanguages.of(["en", "en"])) == "en"
+
+
+def test_a_document_the_detector_cannot_place_gets_the_corpus_main_language() -> None:
+    texts = ["The library opened a new reading room for children in the old town hall.", "42 17 9"] * 2
+    assert document_languages(texts, AUTO) == ["en", "en", "en", "en"]
+    assert document_languages(["42"], AUTO) == ["und"]
+    assert document_languages(texts, "de") == ["de"] * 4
