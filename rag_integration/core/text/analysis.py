@@ -116,6 +116,8 @@ VARIATION_SELECTORS = (0xE0100, 0xE01F0)
 DETECT_CHARS = 160
 """How much of a document the detector reads: enough for a paragraph's language, bounded for long documents."""
 QUERY_CANDIDATES = 5
+SAMPLE_DOCUMENTS = 512
+"""Documents detected first in a large corpus, to learn whether it is in one language."""
 DOCUMENT_CONFIDENCE = 0.5
 """Below this probability a document's detected language is not trusted: it is analysed in the corpus's main one."""
 
@@ -347,9 +349,19 @@ class CorpusLanguages:
 
 def document_languages(texts: Sequence[str], language: str) -> list[str]:
     """Each document's language: ``language`` itself, or under ``auto`` the detected one; a document the detector
-    cannot place gets the corpus's most common language (``und`` when no document can be placed)."""
+    cannot place gets the corpus's most common language (``und`` when no document can be placed).
+
+    A large corpus is first sampled (``SAMPLE_DOCUMENTS`` spread evenly): when every document of the sample the
+    detector places is in one language, the corpus is taken to be in it, so a monolingual corpus pays for the
+    sample only. A corpus whose sample mixes languages is detected document by document."""
     if language != AUTO:
         return [language] * len(texts)
+    if len(texts) > SAMPLE_DOCUMENTS:
+        step = len(texts) / SAMPLE_DOCUMENTS
+        sample = detect_languages([texts[int(position * step)] for position in range(SAMPLE_DOCUMENTS)])
+        placed = {code for code in sample if code is not None}
+        if len(placed) == 1:
+            return [placed.pop()] * len(texts)
     detected = detect_languages(texts)
     fallback = most_common_language(code for code in detected if code is not None)
     return [code if code is not None else fallback for code in detected]
