@@ -55,8 +55,12 @@ def main() -> int:
             )
             scores[language] = result.metrics["nDCG@10"]
         english = scores.get("en")
-        ratios = "" if not english else " ".join(f"{language} {scores[language] / english:.2f}" for language in languages)
-        print(f"{label:<12}" + "".join(f"{scores[language]:8.4f}" for language in languages) + f"   {ratios}", flush=True)
+        ratios = (
+            "" if not english else " ".join(f"{language} {scores[language] / english:.2f}" for language in languages)
+        )
+        print(
+            f"{label:<12}" + "".join(f"{scores[language]:8.4f}" for language in languages) + f"   {ratios}", flush=True
+        )
     return 0
 
 
