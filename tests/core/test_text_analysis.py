@@ -7,16 +7,8 @@ from __future__ import annotations
 import pytest
 
 from rag_integration.core.errors import InvalidOptionError
-from rag_integration.core.text.analysis import (
-    AUTO,
-    CorpusLanguages,
-    analyzer_for,
-    check_language,
-    document_languages,
-    query_language,
-    supported_languages,
-    words,
-)
+from rag_integration.core.text.analysis import AUTO, analyzer_for, check_language, supported_languages, words
+from rag_integration.core.text.languages import CorpusLanguages, document_languages, query_language
 
 
 def test_combining_marks_stay_inside_their_word() -> None:

