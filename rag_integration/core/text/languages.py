@@ -10,6 +10,7 @@ import os
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Protocol
 
 from rag_integration.core.text.analysis import (
@@ -127,22 +128,21 @@ class LanguagePlacer:
         self.voters = _stopword_voters()
 
     def place(self, text: str, found: Sequence[str]) -> str:
-        votes: Counter[str] = Counter()
         voters = self.voters
-        for word in found[:PROFILE_WORDS]:
-            for code in voters.get(word, ()):
-                votes[code] += 1
-        best_known = max(self.order, key=lambda code: votes[code], default=self.main)
-        if votes:
-            outsider = min(votes, key=lambda code: (-votes[code], code))
-            known_votes = votes[best_known]
-            if outsider not in self.order and votes[outsider] >= OUTSIDER_VOTES and votes[outsider] > 2 * known_votes:
-                return detect_languages([text])[0] or best_known
-            if known_votes:
-                return best_known
-        elif not text[:DETECT_CHARS].isascii():
+        hits = [voters[word] for word in found[:PROFILE_WORDS] if word in voters]
+        if not hits:
+            if text[:DETECT_CHARS].isascii():
+                return self.main
             return detect_languages([text])[0] or self.main
-        return self.main
+        if len(self.order) == 1 and 2 * sum(self.main in codes for codes in hits) >= len(hits):
+            return self.main  # no other language can have twice its votes
+        votes = Counter(chain.from_iterable(hits))
+        best_known = max(self.order, key=lambda code: votes[code], default=self.main)
+        outsider = min(votes, key=lambda code: (-votes[code], code))
+        known_votes = votes[best_known]
+        if outsider not in self.order and votes[outsider] >= OUTSIDER_VOTES and votes[outsider] > 2 * known_votes:
+            return detect_languages([text])[0] or best_known
+        return best_known if known_votes else self.main
 
 
 def document_languages(texts: Sequence[str], language: str) -> list[str]:
