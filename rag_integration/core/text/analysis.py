@@ -218,6 +218,11 @@ def _word_with(marks: frozenset[str]) -> re.Pattern[str]:
     return re.compile(rf"\w+(?:[{re.escape(''.join(sorted(marks)))}]+\w*)*")
 
 
+def has_unspaced(text: str) -> bool:
+    """Whether ``text`` holds a character of a script written without spaces."""
+    return _patterns().unspaced.search(text) is not None
+
+
 def words(text: str) -> list[str]:
     """The lower-cased words of ``text`` in any script, combining marks kept inside the word they belong to."""
     return split_words(text.lower())[0]

@@ -16,7 +16,9 @@ from typing import Protocol
 from rag_integration.core.text.analysis import (
     AUTO,
     UNDETERMINED,
+    UNSPACED_LANGUAGES,
     analyzer_for,
+    has_unspaced,
     split_words,
     stopwords_of,
     supported_languages,
@@ -127,7 +129,12 @@ class LanguagePlacer:
         self.order = sorted(counts, key=lambda code: (-counts[code], code))
         self.voters = _stopword_voters()
 
-    def place(self, text: str, found: Sequence[str]) -> str:
+    def place(self, text: str, found: Sequence[str], unspaced: bool = False) -> str:
+        if unspaced and _mostly_unspaced(found):  # its stopwords are not words here, its script tells more
+            candidates = [code for code in self.order if code in UNSPACED_LANGUAGES]
+            if len(candidates) == 1:
+                return candidates[0]
+            return detect_languages([text])[0] or (candidates[0] if candidates else self.main)
         voters = self.voters
         hits = [voters[word] for word in found[:PROFILE_WORDS] if word in voters]
         if not hits:
@@ -145,6 +152,13 @@ class LanguagePlacer:
         return best_known if known_votes else self.main
 
 
+def _mostly_unspaced(found: Sequence[str]) -> bool:
+    """Whether most of the letters of these words are of scripts written without spaces (not an English text
+    quoting a Chinese name)."""
+    unspaced = sum(len(word) for word in found if has_unspaced(word))
+    return 2 * unspaced >= sum(map(len, found))
+
+
 def document_languages(texts: Sequence[str], language: str) -> list[str]:
     """Each document's language: ``language`` itself, or under ``auto`` the one found as ``analyse_corpus`` finds
     it (the words are read here for the stopword votes)."""
@@ -153,7 +167,7 @@ def document_languages(texts: Sequence[str], language: str) -> list[str]:
     placer = _placer(texts)
     if placer is None:
         return _detected_each(texts)
-    return [placer.place(text, split_words(text[: DETECT_CHARS * 4].lower())[0]) for text in texts]
+    return [placer.place(text, *split_words(text[: DETECT_CHARS * 4].lower())) for text in texts]
 
 
 def _placer(texts: Sequence[str]) -> LanguagePlacer | None:
@@ -181,7 +195,7 @@ def analyse_corpus(
     languages: list[str] = []
     for position, text in enumerate(texts):
         found, unspaced = split_words(text.lower())
-        code = placer.place(text, found) if placer is not None else fixed[position]
+        code = placer.place(text, found, unspaced) if placer is not None else fixed[position]
         analyzer = analyzer_for(code, stem=stem)
         all_ids.append(analyzer.word_ids(found, unspaced, vocabulary, word_ids.setdefault(code, {})))
         languages.append(code)
