@@ -80,3 +80,18 @@ def test_a_document_the_detector_cannot_place_gets_the_corpus_main_language() ->
     assert document_languages(texts, AUTO) == ["en", "en", "en", "en"]
     assert document_languages(["42"], AUTO) == ["und"]
     assert document_languages(texts, "de") == ["de"] * 4
+
+
+def test_a_query_compound_the_corpus_does_not_hold_is_looked_up_as_its_parts() -> None:
+    german = analyzer_for("de")
+    known = set(german.terms("Die Regierung des Bundes tagt im Haus"))
+    assert german.query_terms("Wo tagt die Bundesregierung?", known) == ["tagt", "bund", "regier"]
+    assert german.query_terms("Wo tagt die Bundesregierung?", {"bundesregier"}) == ["tagt", "bundesregier"]
+    assert analyzer_for("en").query_terms("notebook", {"note", "book"}) == ["notebook"]  # English joins no words
+
+
+def test_a_query_word_with_arabic_particles_is_looked_up_without_them() -> None:
+    arabic = analyzer_for("ar")
+    known = set(arabic.terms("قرأ الطالب كتاب التاريخ"))
+    terms = arabic.query_terms("وبالكتاب", known)
+    assert terms and all(term in known for term in terms)

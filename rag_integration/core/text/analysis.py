@@ -13,7 +13,7 @@ import functools
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -91,6 +91,21 @@ BM25S_STOPWORDS = {
 }
 """Languages whose stopwords come from bm25s's lists (Lucene's English list, NLTK's others); the rest from
 stopwords-iso. English keeps bm25s's list so an English index equals raw bm25s's."""
+
+COMPOUND_LINKS = {
+    "da": ("", "s", "e"),
+    "de": ("", "s", "es", "n", "en", "e"),
+    "fi": ("",),
+    "nl": ("", "s", "en", "e"),
+    "no": ("", "s", "e"),
+    "sv": ("", "s"),
+}
+"""Languages that write compounds as one word, with the linking letters that may join their parts."""
+COMPOUND_PART = 4
+"""The shortest part a compound is split into."""
+PROCLITICS = {"ar": ("وال", "بال", "كال", "فال", "لل", "ال", "و", "ف", "ب", "ل", "ك", "س")}
+"""Languages that write particles onto the next word (Arabic's "and", "with", "the"...), longest first."""
+PROCLITIC_REST = 3
 
 UNSPACED_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "km", "my"})
 UNSPACED_RANGES = (
@@ -253,6 +268,54 @@ class Analyzer:
             if term is not None:
                 terms.append(term)
         return terms
+
+    def query_terms(self, text: str, known: Collection[str]) -> list[str]:
+        """``terms`` of a query, where a word whose term the corpus does not hold is looked up again the way its
+        language joins words: a compound as two words the corpus holds (``Bundesregierung`` -> ``bund`` +
+        ``regier``), a word with particles written onto it without them (Arabic ``وبالكتاب`` -> ``كتاب``). Corpora
+        and questions join the same words differently; doing it for the query only keeps the index's terms its own."""
+        links = COMPOUND_LINKS.get(self.language)
+        proclitics = PROCLITICS.get(self.language)
+        if self._stemmer is None or (links is None and proclitics is None):
+            return self.terms(text)
+        found, unspaced = split_words(text.lower())
+        if unspaced:
+            return self._mixed_terms(found)
+        terms: list[str] = []
+        for item in found:
+            term = self._terms.get(item, _UNSEEN)
+            term = self._learn(item) if term is _UNSEEN else term
+            if term is None:
+                continue
+            again: tuple[str, ...] | None = None
+            if term not in known:
+                if links is not None:
+                    again = self._compound_parts(item, links, known)
+                elif proclitics is not None:
+                    again = self._without_proclitic(item, proclitics, known)
+            terms.extend(again or (term,))
+        return terms
+
+    def _without_proclitic(self, word: str, proclitics: tuple[str, ...], known: Collection[str]) -> tuple[str] | None:
+        """The term of ``word`` less its leading particles, when the corpus holds it."""
+        for proclitic in proclitics:
+            if word.startswith(proclitic) and len(word) - len(proclitic) >= PROCLITIC_REST:
+                term = self._learn(word[len(proclitic) :])
+                if term is not None and term in known:
+                    return (term,)
+        return None
+
+    def _compound_parts(self, word: str, links: tuple[str, ...], known: Collection[str]) -> tuple[str, str] | None:
+        """The first split (shortest head) of ``word`` into two parts whose terms ``known`` holds."""
+        for cut in range(COMPOUND_PART, len(word) - COMPOUND_PART + 1):
+            for link in links:
+                tail = word[cut + len(link) :]
+                if len(tail) < COMPOUND_PART or not word.startswith(link, cut):
+                    continue
+                head_term, tail_term = self._learn(word[:cut]), self._learn(tail)
+                if head_term is not None and tail_term is not None and head_term in known and tail_term in known:
+                    return head_term, tail_term
+        return None
 
     def word_ids(
         self, found: Sequence[str], unspaced: bool, vocabulary: dict[str, int], known: dict[str, int]

@@ -83,8 +83,8 @@ class Bm25sIndex:
     def query_ids(self, query: str) -> list[int]:
         """The ids of the query's terms the corpus holds, in order, analysed in the query's language."""
         language = query_language(query, self.settings.language, self.languages)
-        terms = analyzer_for(language, stem=self.settings.stemmer).terms(query)
         vocabulary = self.vocabulary
+        terms = analyzer_for(language, stem=self.settings.stemmer).query_terms(query, vocabulary)
         return [vocabulary[term] for term in terms if term in vocabulary]
 
     @functools.cached_property
