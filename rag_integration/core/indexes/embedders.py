@@ -53,6 +53,8 @@ class Embedder(Protocol):
     model_id: str
     dimension: int
     texts_embedded: int
+    languages: frozenset[str] | None
+    """The ISO 639-1 codes the model was trained on; None for a model that treats every language alike."""
 
     def embed(self, texts: list[str]) -> Vectors: ...
 
@@ -71,6 +73,7 @@ class HashEmbedder:
         self.dimension = dimension
         self.model_id = f"hash-{dimension}"
         self.texts_embedded = 0
+        self.languages: frozenset[str] | None = None
 
     def embed(self, texts: list[str]) -> Vectors:
         require_valid_texts(texts, EMBEDDED_TEXT)
@@ -121,12 +124,14 @@ class OnnxEmbedder:
         *,
         max_length: int = 256,
         batch_size: int = 32,
+        languages: frozenset[str] | None = None,
     ) -> None:
         ort = require_module("onnxruntime", "embedding_model", "faiss")
         tokenizers = require_module("tokenizers", "embedding_model", "faiss")
         self.model_id = model_id
         self.batch_size = batch_size
         self.texts_embedded = 0
+        self.languages = languages
         self._tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_path))
         self._tokenizer.enable_truncation(max_length)
         self._tokenizer.no_padding()
@@ -187,6 +192,7 @@ def _load_embedder(name: str, option: str) -> Embedder:
             _verified(Path(model_package.model_path()), MINILM_MODEL_SHA256, option),
             _verified(MINILM_TOKENIZER_FILE, MINILM_TOKENIZER_SHA256, option),
             model_id="all-MiniLM-L6-v2-int8",
+            languages=frozenset({"en"}),
         )
     folder = Path(name)
     if folder.is_dir() and (folder / "model.onnx").is_file() and (folder / "tokenizer.json").is_file():

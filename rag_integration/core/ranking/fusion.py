@@ -13,6 +13,16 @@ MIN_RRF_K = 1e-6
 """Bounds that keep every fused score finite: at most 1e6 / 1e-6 per ranking."""
 
 
+def fuse_ranks(ranks: Sequence[Mapping[str, int]], k: float, weights: Sequence[float]) -> list[tuple[str, float]]:
+    """``score(d) = sum_i w_i / (k + rank_i(d))`` over the rankings holding ``d`` (each a doc_id -> rank from 1
+    mapping), best first, ties by doc_id: for callers that set a document's rank themselves."""
+    fused: dict[str, float] = {}
+    for ranking, weight in zip(ranks, weights, strict=True):
+        for doc_id, rank in ranking.items():
+            fused[doc_id] = fused.get(doc_id, 0.0) + weight / (k + rank)
+    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+
+
 def rrf_fuse(
     rankings: Sequence[Sequence[Mapping[str, Any]]],
     top_k: int,

@@ -96,14 +96,21 @@ def most_common_language(codes: Iterable[str]) -> str:
 
 @dataclass(frozen=True)
 class CorpusLanguages:
-    """The languages a corpus's documents were analysed in: what a query may be analysed in."""
+    """The languages a corpus's documents were analysed in (what a query may be analysed in), and each document's,
+    one byte per document: its position in ``languages``."""
 
     languages: tuple[str, ...]
     main: str
+    documents: bytes = b""
 
     @classmethod
     def of(cls, codes: Sequence[str]) -> CorpusLanguages:
-        return cls(tuple(sorted(set(codes))), most_common_language(codes))
+        languages = tuple(sorted(set(codes)))
+        position = {code: index for index, code in enumerate(languages)}
+        return cls(languages, most_common_language(codes), bytes(position[code] for code in codes))
+
+    def of_document(self, position: int) -> str:
+        return self.languages[self.documents[position]]
 
 
 @functools.cache

@@ -41,6 +41,7 @@ SCORE_ARRAYS = ("data", "indices", "indptr")
 NONOCCURRENCE_FILE = "nonoccurrence.npy"
 VOCABULARY_FILE = "vocabulary.json"
 LANGUAGES_FILE = "languages.json"
+DOCUMENT_LANGUAGES_FILE = "document_languages.npy"
 MAX_BLOCK_QUERIES = 64
 BLOCK_SCORES = 1 << 18
 """Queries scored together on a thread: at most 64, and at most ~260k scores (2 MB) held per block."""
@@ -80,9 +81,12 @@ class Bm25sIndex:
     languages: CorpusLanguages
     settings: Bm25sIndexSettings
 
+    def query_language(self, query: str) -> str:
+        return query_language(query, self.settings.language, self.languages)
+
     def query_ids(self, query: str) -> list[int]:
         """The ids of the query's terms the corpus holds, in order, analysed in the query's language."""
-        language = query_language(query, self.settings.language, self.languages)
+        language = self.query_language(query)
         vocabulary = self.vocabulary
         terms = analyzer_for(language, stem=self.settings.stemmer).query_terms(query, vocabulary)
         return [vocabulary[term] for term in terms if term in vocabulary]
@@ -157,6 +161,7 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
         (folder / VOCABULARY_FILE).write_text(json.dumps(vocabulary, ensure_ascii=False), encoding="utf-8")
         languages = {"languages": list(index.languages.languages), "main": index.languages.main}
         (folder / LANGUAGES_FILE).write_text(json.dumps(languages), encoding="utf-8")
+        save_npy(folder / DOCUMENT_LANGUAGES_FILE, np.frombuffer(index.languages.documents, dtype=np.uint8))
 
     @classmethod
     def load_index(cls, folder: Path, settings: Bm25sIndexSettings, documents: Sequence[Document]) -> Bm25sIndex:
@@ -172,10 +177,10 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
         retriever.nonoccurrence_array = None
         if retriever.method in retriever.methods_requiring_nonoccurrence:
             retriever.nonoccurrence_array = load_npy(folder / NONOCCURRENCE_FILE, (len(terms),))
-        return Bm25sIndex(retriever, terms, _read_languages(folder), settings)
+        return Bm25sIndex(retriever, terms, _read_languages(folder, len(documents)), settings)
 
 
-def _read_languages(folder: Path) -> CorpusLanguages:
+def _read_languages(folder: Path, count: int) -> CorpusLanguages:
     """The stored corpus languages, checked: known codes, the main one among them."""
     try:
         stored = json.loads((folder / LANGUAGES_FILE).read_text(encoding="utf-8"))
@@ -188,7 +193,10 @@ def _read_languages(folder: Path) -> CorpusLanguages:
         raise IndexMismatchError("index_dir", str(folder), "a list of the corpus's languages")
     if main not in [*listed, UNDETERMINED]:
         raise IndexMismatchError("index_dir", str(folder), "the corpus's main language among its languages")
-    return CorpusLanguages(tuple(listed), main)
+    positions = load_npy(folder / DOCUMENT_LANGUAGES_FILE, (count,), "uint8")
+    if count and int(positions.max()) >= len(listed):
+        raise IndexMismatchError("index_dir", str(folder), "each document's language among the corpus's")
+    return CorpusLanguages(tuple(listed), main, positions.tobytes())
 
 
 def _block_hits(

@@ -1,7 +1,9 @@
-"""Hybrid retrieval: reciprocal-rank fusion of the bm25s and faiss rankings.
+"""Hybrid retrieval: reciprocal-rank fusion of the bm25s and faiss rankings, following the embedder's languages.
 
 Each ranker's index is the one a ``bm25s`` or ``faiss`` request on the same corpus uses (shared in memory); the
-pair is cached, persisted and shipped as one index under the hybrid's own key.
+pair is cached, persisted and shipped as one index under the hybrid's own key. A dense ranking is only fused where
+its model knows the language: a query in a language the embedder was not trained on is ranked by bm25s alone, and
+a document in such a language takes its bm25s rank in place of a dense one.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from typing import Any, ClassVar
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.indexes.cache import approximate_bytes
 from rag_integration.core.options import OptionReader, option, read_options
-from rag_integration.core.ranking.fusion import MIN_RRF_K, read_rrf_weights, rrf_fuse
+from rag_integration.core.ranking.fusion import MIN_RRF_K, fuse_ranks, read_rrf_weights
 from rag_integration.core.ranking.passages import AllowedMask, Hits
+from rag_integration.core.text.languages import CorpusLanguages
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 from rag_integration.feature_groups.connectors.retrieve.bm25s_retriever import (
     Bm25sIndexSettings,
@@ -149,11 +152,18 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
                 RANKERS, index.rankers, (settings.bm25s, settings.faiss), strict=True
             )
         ]
+        lexical_index, dense_index = index.rankers
+        covered = dense_index.query_vectors.embedder.languages
         results = []
-        for query_position in range(len(queries)):
-            rankings = [_ranked_rows(hits[query_position], index.doc_ids) for hits in per_ranker]
-            fused = rrf_fuse(rankings, top_k=depth, k=settings.rrf_k, weights=settings.weights)
-            results.append([(index.position_of[row["doc_id"]], row["score"]) for row in fused])
+        for query_position, query in enumerate(queries):
+            lexical, dense = (_ranks(hits[query_position], index.doc_ids) for hits in per_ranker)
+            if covered is not None:
+                if lexical_index.query_language(query) not in covered:
+                    dense = {}
+                else:
+                    dense = _covered_ranks(lexical, dense, covered, lexical_index.languages, index.position_of)
+            fused = fuse_ranks([lexical, dense], settings.rrf_k, settings.weights)[:depth]
+            results.append([(index.position_of[doc_id], score) for doc_id, score in fused])
         return results
 
     @classmethod
@@ -172,6 +182,24 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
         return HybridIndex(rankers, tuple(document.doc_id for document in documents))
 
 
-def _ranked_rows(hits: Hits, doc_ids: Sequence[str]) -> list[Mapping[str, Any]]:
+def _ranks(hits: Hits, doc_ids: Sequence[str]) -> dict[str, int]:
+    """doc_id -> rank from 1 of the positive hits, ties by doc_id."""
     positive = sorted((hit for hit in hits if hit[1] > 0.0), key=lambda hit: (-hit[1], doc_ids[hit[0]]))
-    return [{"doc_id": doc_ids[position], "text": ""} for position, _ in positive]
+    return {doc_ids[position]: rank for rank, (position, _) in enumerate(positive, start=1)}
+
+
+def _covered_ranks(
+    lexical: Mapping[str, int],
+    dense: Mapping[str, int],
+    covered: frozenset[str],
+    languages: CorpusLanguages,
+    position_of: Mapping[str, int],
+) -> dict[str, int]:
+    """The dense ranks of documents in the embedder's languages, and for the others their lexical rank: a model
+    is neither trusted nor held against a document in a language it never learnt."""
+    if all(language in covered for language in languages.languages):
+        return dict(dense)
+    outside = {doc_id for doc_id in {*lexical, *dense} if languages.of_document(position_of[doc_id]) not in covered}
+    ranks = {doc_id: rank for doc_id, rank in dense.items() if doc_id not in outside}
+    ranks.update((doc_id, lexical[doc_id]) for doc_id in outside if doc_id in lexical)
+    return ranks
