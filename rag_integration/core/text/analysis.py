@@ -258,7 +258,10 @@ class Analyzer:
 
     def terms(self, text: str) -> list[str]:
         """The index terms of ``text``, in order (a term repeats as often as its word does)."""
-        found, unspaced = split_words(text.lower())
+        return self.terms_of(*split_words(text.lower()))
+
+    def terms_of(self, found: Sequence[str], unspaced: bool) -> list[str]:
+        """``terms`` of a text already split (``split_words``)."""
         if unspaced:
             return self._mixed_terms(found)
         terms = []

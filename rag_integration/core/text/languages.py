@@ -8,7 +8,7 @@ import functools
 import importlib.util
 import os
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import Protocol
@@ -190,23 +190,38 @@ def _detected_each(texts: Sequence[str]) -> list[str]:
     return [code if code is not None else fallback for code in detected]
 
 
+def _placed(texts: Sequence[str], language: str) -> Iterator[tuple[list[str], bool, str]]:
+    """Each text's words (``split_words``) and the language it is analysed in, reading the words once."""
+    placer = _placer(texts) if language == AUTO else None
+    fixed = [] if placer is not None else document_languages(texts, language)
+    for position, text in enumerate(texts):
+        found, unspaced = split_words(text.lower())
+        yield found, unspaced, placer.place(text, found, unspaced) if placer is not None else fixed[position]
+
+
 def analyse_corpus(
     texts: Sequence[str], language: str, vocabulary: dict[str, int], *, stem: bool = True
 ) -> tuple[list[list[int]], list[str]]:
     """Each text's term ids (new terms are added to ``vocabulary``) and the language it was analysed in: one pass
     over the words, which also give the stopword votes that place a document in a large ``auto`` corpus."""
-    placer = _placer(texts) if language == AUTO else None
-    fixed = [] if placer is not None else document_languages(texts, language)
     word_ids: dict[str, dict[str, int]] = {}
     all_ids: list[list[int]] = []
     languages: list[str] = []
-    for position, text in enumerate(texts):
-        found, unspaced = split_words(text.lower())
-        code = placer.place(text, found, unspaced) if placer is not None else fixed[position]
+    for found, unspaced, code in _placed(texts, language):
         analyzer = analyzer_for(code, stem=stem)
         all_ids.append(analyzer.word_ids(found, unspaced, vocabulary, word_ids.setdefault(code, {})))
         languages.append(code)
     return all_ids, languages
+
+
+def analyse_texts(texts: Sequence[str], language: str, *, stem: bool = True) -> tuple[list[list[str]], list[str]]:
+    """Each text's terms and the language it was analysed in (``analyse_corpus``, as terms)."""
+    all_terms: list[list[str]] = []
+    languages: list[str] = []
+    for found, unspaced, code in _placed(texts, language):
+        all_terms.append(analyzer_for(code, stem=stem).terms_of(found, unspaced))
+        languages.append(code)
+    return all_terms, languages
 
 
 def query_language(text: str, language: str, corpus: CorpusLanguages) -> str:

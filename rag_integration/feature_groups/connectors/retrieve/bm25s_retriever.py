@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from rag_integration.core.documents.corpus import Document
-from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.extras import require_module
+from rag_integration.core.indexes.corpus_languages import load_corpus_languages, save_corpus_languages
 from rag_integration.core.indexes.store import load_npy, load_sparse_parts, save_npy, term_ids
 from rag_integration.core.indexes.vector_index import SEARCH_THREADS
 from rag_integration.core.options import option
@@ -23,10 +23,8 @@ from rag_integration.core.ranking.passages import AllowedMask, Hits, best_positi
 from rag_integration.core.text.analysis import (
     ANALYSIS_VERSION,
     LANGUAGE,
-    UNDETERMINED,
     analyzer_for,
     check_language,
-    supported_languages,
 )
 from rag_integration.core.text.languages import CorpusLanguages, analyse_corpus, query_language
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
@@ -40,8 +38,6 @@ BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 SCORE_ARRAYS = ("data", "indices", "indptr")
 NONOCCURRENCE_FILE = "nonoccurrence.npy"
 VOCABULARY_FILE = "vocabulary.json"
-LANGUAGES_FILE = "languages.json"
-DOCUMENT_LANGUAGES_FILE = "document_languages.npy"
 MAX_BLOCK_QUERIES = 64
 BLOCK_SCORES = 1 << 18
 """Queries scored together on a thread: at most 64, and at most ~260k scores (2 MB) held per block."""
@@ -159,9 +155,7 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
             save_npy(folder / NONOCCURRENCE_FILE, np.asarray(index.retriever.nonoccurrence_array))
         vocabulary = {"index": index.vocabulary}
         (folder / VOCABULARY_FILE).write_text(json.dumps(vocabulary, ensure_ascii=False), encoding="utf-8")
-        languages = {"languages": list(index.languages.languages), "main": index.languages.main}
-        (folder / LANGUAGES_FILE).write_text(json.dumps(languages), encoding="utf-8")
-        save_npy(folder / DOCUMENT_LANGUAGES_FILE, np.frombuffer(index.languages.documents, dtype=np.uint8))
+        save_corpus_languages(folder, index.languages)
 
     @classmethod
     def load_index(cls, folder: Path, settings: Bm25sIndexSettings, documents: Sequence[Document]) -> Bm25sIndex:
@@ -177,26 +171,7 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
         retriever.nonoccurrence_array = None
         if retriever.method in retriever.methods_requiring_nonoccurrence:
             retriever.nonoccurrence_array = load_npy(folder / NONOCCURRENCE_FILE, (len(terms),))
-        return Bm25sIndex(retriever, terms, _read_languages(folder, len(documents)), settings)
-
-
-def _read_languages(folder: Path, count: int) -> CorpusLanguages:
-    """The stored corpus languages, checked: known codes, the main one among them."""
-    try:
-        stored = json.loads((folder / LANGUAGES_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise IndexMismatchError("index_dir", str(folder), "the corpus's languages as JSON") from error
-    listed = stored.get("languages") if isinstance(stored, dict) else None
-    main = stored.get("main") if isinstance(stored, dict) else None
-    known = {*supported_languages(), UNDETERMINED}
-    if not isinstance(listed, list) or not all(code in known for code in listed) or not isinstance(main, str):
-        raise IndexMismatchError("index_dir", str(folder), "a list of the corpus's languages")
-    if main not in [*listed, UNDETERMINED]:
-        raise IndexMismatchError("index_dir", str(folder), "the corpus's main language among its languages")
-    positions = load_npy(folder / DOCUMENT_LANGUAGES_FILE, (count,), "uint8")
-    if count and int(positions.max()) >= len(listed):
-        raise IndexMismatchError("index_dir", str(folder), "each document's language among the corpus's")
-    return CorpusLanguages(tuple(listed), main, positions.tobytes())
+        return Bm25sIndex(retriever, terms, load_corpus_languages(folder, len(documents)), settings)
 
 
 def _block_hits(

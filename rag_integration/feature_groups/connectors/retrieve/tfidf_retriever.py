@@ -1,4 +1,5 @@
-"""Sparse TF-IDF with cosine similarity through scikit-learn's TfidfVectorizer."""
+"""Sparse TF-IDF with cosine similarity through scikit-learn's TfidfVectorizer, over the core's language analysis
+(each document's stemmer, stopwords and segmentation; ``core.text.analysis``)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,12 @@ import numpy as np
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.extras import require_module
+from rag_integration.core.indexes.corpus_languages import load_corpus_languages, save_corpus_languages
 from rag_integration.core.indexes.store import load_npy, load_sparse_parts, save_npy, term_ids
 from rag_integration.core.options import option
 from rag_integration.core.ranking.passages import AllowedMask, Hits, best_positive_hits
+from rag_integration.core.text.analysis import ANALYSIS_VERSION, LANGUAGE, analyzer_for, check_language
+from rag_integration.core.text.languages import CorpusLanguages, analyse_texts, query_language
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
 if TYPE_CHECKING:
@@ -31,14 +35,29 @@ class TfidfSettings:
 
     sublinear_tf: bool = option("tfidf_sublinear_tf", "boolean", "`1 + log(tf)` term weights", default=True)
     ngram_max: int = option("tfidf_ngram_max", "integer", "longest word n-gram", default=1, minimum=1, maximum=3)
+    language: str = LANGUAGE.field()
+    analysis: str = ANALYSIS_VERSION
+
+    def __post_init__(self) -> None:
+        check_language(self.language)
 
 
 @dataclass(frozen=True)
 class TfidfIndex:
-    """A fitted vectorizer and the l2-normalised document rows; both pickle as they are."""
+    """A fitted vectorizer, the l2-normalised document rows and the languages the documents were analysed in."""
 
     vectorizer: TfidfVectorizer
     document_matrix: scipy.sparse.csr_matrix
+    languages: CorpusLanguages
+    settings: TfidfSettings
+
+    def query_rows(self, queries: list[str]) -> scipy.sparse.csr_matrix:
+        """The queries' TF-IDF rows, each analysed in its language."""
+        analysed = []
+        for query in queries:
+            language = query_language(query, self.settings.language, self.languages)
+            analysed.append(_with_ngrams(analyzer_for(language).terms(query), self.settings.ngram_max))
+        return self.vectorizer.transform(analysed)
 
 
 class TfidfRetriever(BaseRetrieveConnector[TfidfSettings, TfidfSettings, TfidfIndex]):
@@ -52,19 +71,20 @@ class TfidfRetriever(BaseRetrieveConnector[TfidfSettings, TfidfSettings, TfidfIn
     @classmethod
     def build_index(cls, documents: Sequence[Document], settings: TfidfSettings) -> TfidfIndex:
         vectorizer = _vectorizer(settings)
-        texts = [document.text for document in documents]
+        terms, languages = analyse_texts([document.text for document in documents], settings.language)
+        analysed = [_with_ngrams(document_terms, settings.ngram_max) for document_terms in terms]
         try:
-            matrix = vectorizer.fit_transform(texts)
+            matrix = vectorizer.fit_transform(analysed)
         except ValueError:  # every document is empty or stopwords only: nothing can match
             vectorizer = _vectorizer(settings, vocabulary={"\0": 0})
-            matrix = vectorizer.fit_transform(texts)
-        return TfidfIndex(vectorizer, matrix.tocsr())
+            matrix = vectorizer.fit_transform(analysed)
+        return TfidfIndex(vectorizer, matrix.tocsr(), CorpusLanguages.of(languages), settings)
 
     @classmethod
     def search(
         cls, index: TfidfIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: TfidfSettings
     ) -> list[Hits]:
-        similarities = (index.vectorizer.transform(queries) @ index.document_matrix.T).toarray()
+        similarities = (index.query_rows(queries) @ index.document_matrix.T).toarray()
         if allowed is not None:
             similarities[:, ~allowed] = 0.0
         return [best_positive_hits(row, depth) for row in similarities]
@@ -75,6 +95,7 @@ class TfidfRetriever(BaseRetrieveConnector[TfidfSettings, TfidfSettings, TfidfIn
         stored = {"vocabulary": vocabulary}
         (folder / VOCABULARY_FILE).write_text(json.dumps(stored, sort_keys=True), encoding="utf-8")
         save_npy(folder / "idf.npy", index.vectorizer.idf_)
+        save_corpus_languages(folder, index.languages)
         matrix = index.document_matrix
         for name, array in (("data", matrix.data), ("indices", matrix.indices), ("indptr", matrix.indptr)):
             save_npy(folder / f"{name}.npy", array)
@@ -92,16 +113,26 @@ class TfidfRetriever(BaseRetrieveConnector[TfidfSettings, TfidfSettings, TfidfIn
         data, indices, indptr = load_sparse_parts(folder, len(documents), columns)
         vectorizer = _vectorizer(settings, vocabulary=vocabulary)
         vectorizer.idf_ = idf
-        return TfidfIndex(vectorizer, sparse.csr_matrix((data, indices, indptr), shape=(len(documents), columns)))
+        matrix = sparse.csr_matrix((data, indices, indptr), shape=(len(documents), columns))
+        return TfidfIndex(vectorizer, matrix, load_corpus_languages(folder, len(documents)), settings)
 
 
 def _vectorizer(settings: TfidfSettings, vocabulary: Mapping[str, int] | None = None) -> Any:
     text = require_module("sklearn.feature_extraction.text", "tfidf", "tfidf")
     return text.TfidfVectorizer(
-        lowercase=True,
-        stop_words="english",
-        sublinear_tf=settings.sublinear_tf,
-        ngram_range=(1, settings.ngram_max),
-        vocabulary=vocabulary,
-        dtype=np.float64,
+        analyzer=_analysed, sublinear_tf=settings.sublinear_tf, vocabulary=vocabulary, dtype=np.float64
     )
+
+
+def _analysed(terms: list[str]) -> list[str]:
+    """The vectorizer's analyzer: documents and queries come analysed (``_with_ngrams``)."""
+    return terms
+
+
+def _with_ngrams(terms: list[str], longest: int) -> list[str]:
+    """The terms, then every run of 2..``longest`` neighbouring terms joined by a space."""
+    return terms + [
+        " ".join(terms[start : start + size])
+        for size in range(2, longest + 1)
+        for start in range(len(terms) - size + 1)
+    ]
