@@ -12,6 +12,7 @@ import pytest
 
 from rag_integration.cli import main as cli_main
 from rag_integration.core.indexes.embedders import get_embedder
+from rag_integration.core.indexes.embedding_memo import EMBEDDING_MEMO
 from rag_integration.feature_groups.rag_pipeline import STAGES
 from rag_integration.testing.runner import run_feature
 
@@ -54,6 +55,7 @@ def folder(tmp_path: Path) -> Path:
 
 def test_files_to_cited_answer_across_processes(folder: Path, tmp_path: Path) -> None:
     index_dir = tmp_path / "index"
+    EMBEDDING_MEMO.clear()  # rows embedded by earlier tests would not be embedded again
     embedder = get_embedder("hash")
     embedded_before = embedder.texts_embedded
     chunks = run_feature(

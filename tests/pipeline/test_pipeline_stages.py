@@ -13,6 +13,7 @@ import pytest
 from rag_integration.core.errors import DuplicateDocIdError, IndexMismatchError, InvalidOptionError, MissingOptionError
 from rag_integration.core.indexes.cache import INDEX_CACHE
 from rag_integration.core.indexes.embedders import get_embedder
+from rag_integration.core.indexes.embedding_memo import EMBEDDING_MEMO
 from rag_integration.core.indexes.store import current_version
 from rag_integration.core.unicode_text import InvalidTextError
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever, FaissDenseRetriever
@@ -194,6 +195,7 @@ def test_dedup_exact_and_normalized() -> None:
 
 
 def test_embedding_stage_adds_vectors_in_one_batch() -> None:
+    EMBEDDING_MEMO.clear()  # rows embedded by earlier tests would not be embedded again
     embedder = get_embedder("hash")
     before = embedder.texts_embedded
     rows = stage(

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.indexes.embedders import Embedder, get_embedder
+from rag_integration.core.indexes.embedding_memo import EMBEDDING_MEMO
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.rag_pipeline.base import StageFeatureGroup, document_row
 
@@ -26,7 +27,7 @@ class BaseEmbeddingStage(StageFeatureGroup):
     @classmethod
     def transform(cls, documents: Sequence[Document], reader: OptionReader) -> list[dict[str, Any]]:
         embedder = cls.embedder()
-        vectors = embedder.embed([document.text for document in documents])
+        vectors = EMBEDDING_MEMO.embed(embedder, [document.text for document in documents])
         return [
             document_row(
                 document.doc_id,
