@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 
 from rag_integration.core.indexes.embedders import get_embedder
@@ -40,3 +43,27 @@ def test_the_memo_stays_within_its_bytes() -> None:
     before = embedder.texts_embedded
     memo.embed(embedder, TEXTS[-10:])
     assert embedder.texts_embedded == before
+
+
+def test_a_later_process_reads_the_embeddings_kept_in_the_folder(tmp_path: Path) -> None:
+    embedder = get_embedder("hash-48")
+    first = EmbeddingMemo().embed(embedder, TEXTS, tmp_path)
+    before = embedder.texts_embedded
+    later = EmbeddingMemo()  # a fresh process's memo
+    again = later.embed(embedder, [*TEXTS, "one more"], tmp_path)
+    assert embedder.texts_embedded - before == 1
+    np.testing.assert_array_equal(again[: len(TEXTS)], first)
+
+
+def test_a_damaged_or_linked_shard_is_skipped_not_trusted(tmp_path: Path) -> None:
+    embedder = get_embedder("hash-40")
+    EmbeddingMemo().embed(embedder, TEXTS[:5], tmp_path)
+    (shard_keys,) = list(tmp_path.glob("embeddings/*/*.keys"))
+    shard_keys.write_bytes(shard_keys.read_bytes()[:-3])  # no longer whole digests
+    elsewhere = tmp_path / "elsewhere.keys"
+    elsewhere.write_bytes(b"x" * 32)
+    os.symlink(elsewhere, shard_keys.parent / ("f" * 32 + ".keys"))
+    before = embedder.texts_embedded
+    rows = EmbeddingMemo().embed(embedder, TEXTS[:5], tmp_path)
+    assert embedder.texts_embedded - before == 5
+    np.testing.assert_array_equal(rows, embedder.embed(TEXTS[:5]))

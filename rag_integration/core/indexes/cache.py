@@ -8,6 +8,7 @@ driver, say) can be shipped pickled and ``install``-ed under its key, so a worke
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import hashlib
 import json
@@ -169,7 +170,7 @@ class IndexCache:
                 with self._lock:
                     self.stats.loads += 1
             else:
-                with step(f"building the {key.backend} index"):
+                with step(f"building the {key.backend} index"), _building_into(index_dir):
                     index = build()
                 with self._lock:
                     self.stats.builds += 1
@@ -291,6 +292,24 @@ class _ByteCounter:
         size = memoryview(chunk).nbytes
         self.count += size
         return size
+
+
+_INDEX_DIR: contextvars.ContextVar[Path | None] = contextvars.ContextVar("rag_integration_index_dir", default=None)
+
+
+@contextlib.contextmanager
+def _building_into(index_dir: str | os.PathLike[str] | None) -> Iterator[None]:
+    token = _INDEX_DIR.set(None if index_dir is None else Path(index_dir))
+    try:
+        yield
+    finally:
+        _INDEX_DIR.reset(token)
+
+
+def building_into() -> Path | None:
+    """The ``index_dir`` of the index being built on this thread, if any: where a build may keep what a later
+    build can reuse (embeddings)."""
+    return _INDEX_DIR.get()
 
 
 def _as_index(kept: object, made_by: Callable[..., IndexT]) -> IndexT:

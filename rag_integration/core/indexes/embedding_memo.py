@@ -1,17 +1,31 @@
-"""Vectors already made in this process, by model and text: a corpus that changes by a few documents embeds only
-those, and a text that appears twice is embedded once."""
+"""Vectors already made, by model and text: a corpus that changes by a few documents embeds only those, and a text
+that appears twice is embedded once. In memory for the process; with a folder (a request's ``index_dir``), also in
+content-addressed shards under ``<folder>/embeddings/<model>/`` that a later process reads back, checked like any
+file someone else may have written."""
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
+from rag_integration.core.documents.files import read_regular_file
+from rag_integration.core.errors import ConnectorError
 from rag_integration.core.indexes.embedders import Embedder, Vectors
+from rag_integration.core.indexes.store import load_npy
+
+LOGGER = logging.getLogger("rag_integration")
+KEY_BYTES = 32
+SHARD_NAME = re.compile(r"[0-9a-f]{32}")
+MAX_SHARDS = 10_000
+MAX_SHARD_ROWS = 1_000_000
 
 MEMO_BYTES_VARIABLE = "RAG_EMBEDDING_MEMO_BYTES"
 DEFAULT_MEMO_BYTES = 256 * 1024 * 1024
@@ -26,6 +40,7 @@ class EmbeddingMemo:
         self._rows: OrderedDict[tuple[str, bytes], Vectors] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+        self._shards_read: set[Path] = set()
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -34,10 +49,15 @@ class EmbeddingMemo:
         with self._lock:
             self._rows.clear()
             self._bytes = 0
+            self._shards_read.clear()
 
-    def embed(self, embedder: Embedder, texts: Sequence[str]) -> Vectors:
-        """``embedder.embed(texts)``, asking the model only for texts it has not embedded in this process."""
+    def embed(self, embedder: Embedder, texts: Sequence[str], folder: Path | None = None) -> Vectors:
+        """``embedder.embed(texts)``, asking the model only for texts it has not embedded: in this process, or (with
+        ``folder``) in any process that embedded them with the same folder."""
         keys = [(embedder.model_id, hashlib.sha256(text.encode("utf-8")).digest()) for text in texts]
+        shards = None if folder is None else Path(folder) / "embeddings" / _model_folder(embedder.model_id)
+        if shards is not None and any(key not in self._rows for key in keys):
+            self._read_shards(shards, embedder)
         with self._lock:
             found = {key: self._rows[key] for key in keys if key in self._rows}
             for key in found:
@@ -51,6 +71,11 @@ class EmbeddingMemo:
             new_rows = list(zip(missing, made, strict=True))
             found.update(new_rows)
             self._keep(new_rows)
+            if shards is not None:
+                try:
+                    _write_shard(shards, new_rows)
+                except OSError as error:  # a cache: the vectors are made, only their reuse by a later process is lost
+                    LOGGER.warning("index_dir: could not keep %d embeddings in %s: %s", len(new_rows), shards, error)
         if not keys:
             return np.zeros((0, embedder.dimension), dtype=np.float32)
         return np.ascontiguousarray(np.stack([found[key] for key in keys]), dtype=np.float32)
@@ -64,6 +89,49 @@ class EmbeddingMemo:
             while self._rows and self._bytes > self.max_bytes:
                 _, evicted = self._rows.popitem(last=False)
                 self._bytes -= evicted.nbytes
+
+    def _read_shards(self, shards: Path, embedder: Embedder) -> None:
+        """Every readable shard of this model; a shard that fails a check is skipped (logged): it is a cache."""
+        try:
+            with os.scandir(shards) as entries:
+                names = sorted(
+                    entry.name[: -len(".keys")]
+                    for entry in entries
+                    if entry.name.endswith(".keys") and entry.is_file(follow_symlinks=False)
+                )
+        except OSError:
+            return
+        for name in names[:MAX_SHARDS]:
+            if not SHARD_NAME.fullmatch(name) or shards / name in self._shards_read:
+                continue
+            self._shards_read.add(shards / name)
+            try:
+                raw = read_regular_file(shards / f"{name}.keys", KEY_BYTES * MAX_SHARD_ROWS)
+                if len(raw) % KEY_BYTES:
+                    raise ValueError("a keys file of whole sha256 digests")
+                count = len(raw) // KEY_BYTES
+                rows = load_npy(shards / f"{name}.npy", (count, embedder.dimension), "float32", "index_dir")
+            except (OSError, ValueError, ConnectorError) as error:
+                LOGGER.warning("index_dir: skipping embedding shard %s: %s", shards / name, error)
+                continue
+            keys = [(embedder.model_id, raw[start : start + KEY_BYTES]) for start in range(0, len(raw), KEY_BYTES)]
+            self._keep(list(zip(keys, rows, strict=True)))
+
+
+def _model_folder(model_id: str) -> str:
+    return hashlib.sha256(model_id.encode("utf-8")).hexdigest()[:32]
+
+
+def _write_shard(shards: Path, rows: list[tuple[tuple[str, bytes], Vectors]]) -> None:
+    """One shard of newly embedded rows, written under temporary names and renamed into place."""
+    digests = b"".join(key for (_, key), _ in rows)
+    name = hashlib.sha256(digests).hexdigest()[:32]
+    shards.mkdir(parents=True, exist_ok=True)
+    staged = shards / f".{name}.{os.getpid()}.{threading.get_ident()}"
+    np.save(f"{staged}.npy", np.stack([row for _, row in rows]).astype(np.float32), allow_pickle=False)
+    Path(f"{staged}.keys").write_bytes(digests)
+    os.replace(f"{staged}.npy", shards / f"{name}.npy")
+    os.replace(f"{staged}.keys", shards / f"{name}.keys")
 
 
 def _memo_bytes() -> int:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import IndexMismatchError
+from rag_integration.core.indexes.cache import building_into
 from rag_integration.core.indexes.embedders import EMBEDDING_MODEL, QueryVectors, get_embedder
 from rag_integration.core.indexes.embedding_memo import EMBEDDING_MEMO
 from rag_integration.core.indexes.vector_index import (
@@ -113,7 +114,7 @@ class FaissDenseRetriever(BaseRetrieveConnector[FaissDenseSettings, FaissDenseIn
     @classmethod
     def build_index(cls, documents: Sequence[Document], settings: FaissDenseIndexSettings) -> FaissIndex:
         embedder = get_embedder(settings.embedding_model_option)
-        vectors = EMBEDDING_MEMO.embed(embedder, [document.text for document in documents])
+        vectors = EMBEDDING_MEMO.embed(embedder, [document.text for document in documents], building_into())
         return FaissIndex(build_faiss_index(vectors, settings.faiss, "faiss"), settings, QueryVectors(embedder))
 
     @classmethod
