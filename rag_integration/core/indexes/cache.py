@@ -384,7 +384,8 @@ def _bound(name: str, value: object) -> int:
     return value
 
 
-def _bound_from_environment(variable: str, default: int) -> int:
+def bound_from_environment(variable: str, default: int) -> int:
+    """An int >= 0 from an environment variable, ``default`` when unset; anything else is a typed error."""
     raw = os.environ.get(variable)
     if raw is None or not raw.strip():
         return default
@@ -395,6 +396,6 @@ def _bound_from_environment(variable: str, default: int) -> int:
 
 
 INDEX_CACHE = IndexCache(
-    _bound_from_environment(ENTRIES_VARIABLE, DEFAULT_CAPACITY),
-    _bound_from_environment(BYTES_VARIABLE, DEFAULT_MAX_BYTES),
+    bound_from_environment(ENTRIES_VARIABLE, DEFAULT_CAPACITY),
+    bound_from_environment(BYTES_VARIABLE, DEFAULT_MAX_BYTES),
 )

@@ -18,6 +18,7 @@ import numpy as np
 
 from rag_integration.core.documents.files import read_regular_file
 from rag_integration.core.errors import ConnectorError
+from rag_integration.core.indexes.cache import bound_from_environment
 from rag_integration.core.indexes.embedders import Embedder, Vectors
 from rag_integration.core.indexes.store import load_npy
 
@@ -134,9 +135,4 @@ def _write_shard(shards: Path, rows: list[tuple[tuple[str, bytes], Vectors]]) ->
     os.replace(f"{staged}.keys", shards / f"{name}.keys")
 
 
-def _memo_bytes() -> int:
-    raw = os.environ.get(MEMO_BYTES_VARIABLE, "")
-    return int(raw) if raw.strip().isdigit() else DEFAULT_MEMO_BYTES
-
-
-EMBEDDING_MEMO = EmbeddingMemo(_memo_bytes())
+EMBEDDING_MEMO = EmbeddingMemo(bound_from_environment(MEMO_BYTES_VARIABLE, DEFAULT_MEMO_BYTES))
