@@ -23,6 +23,8 @@ from rag_integration.core.indexes.embedders import Embedder, Vectors
 from rag_integration.core.indexes.store import load_npy
 
 LOGGER = logging.getLogger("rag_integration")
+EMBEDDINGS_FOLDER = "embeddings"
+"""The folder of an ``index_dir`` that keeps embeddings (beside the stored indexes)."""
 KEY_BYTES = 32
 SHARD_NAME = re.compile(r"[0-9a-f]{32}")
 MAX_SHARDS = 10_000
@@ -56,7 +58,7 @@ class EmbeddingMemo:
         """``embedder.embed(texts)``, asking the model only for texts it has not embedded: in this process, or (with
         ``folder``) in any process that embedded them with the same folder."""
         keys = [(embedder.model_id, hashlib.sha256(text.encode("utf-8")).digest()) for text in texts]
-        shards = None if folder is None else Path(folder) / "embeddings" / _model_folder(embedder.model_id)
+        shards = None if folder is None else Path(folder) / EMBEDDINGS_FOLDER / _model_folder(embedder.model_id)
         if shards is not None and any(key not in self._rows for key in keys):
             self._read_shards(shards, embedder)
         with self._lock:
