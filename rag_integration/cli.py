@@ -165,6 +165,7 @@ def index(
     progress: Annotated[bool, typer.Option(help="draw progress bars on stderr")] = True,
 ) -> int:
     """Read, chunk, embed and persist your documents as a FAISS store; `search --index-dir` answers from it."""
+    from rag_integration.core.indexes.embedders import get_embedder
     from rag_integration.feature_groups.rag_pipeline import STAGES
 
     feature_name = "docs__chunked__embedded__indexed" if chunker != "none" else "docs__embedded__indexed"
@@ -173,10 +174,35 @@ def index(
         "vector_store": "faiss",
         "index_dir": str(index_dir),
     }
+    before = _stored_chunks(index_dir)
+    embedder = get_embedder(embedding_model)
+    embedded = embedder.texts_embedded
     with progress_display(progress), step(f"indexing {len(paths)} path(s) into {index_dir}"):
         rows = _run_feature(feature_name, options, set(STAGES), progress)
-    console().print(f"indexed {len(rows)} chunks into {index_dir}")
+    after = {str(row["doc_id"]): str(row["text"]) for row in rows}
+    added = sum(1 for doc_id in after if doc_id not in before)
+    changed = sum(1 for doc_id, text in after.items() if doc_id in before and before[doc_id] != text)
+    removed = sum(1 for doc_id in before if doc_id not in after)
+    console().print(
+        f"indexed {len(rows)} chunks into {index_dir}: {added} added, {changed} changed, {removed} removed, "
+        f"{len(after) - added - changed} unchanged; {embedder.texts_embedded - embedded} embedded"
+    )
     return 0
+
+
+def _stored_chunks(index_dir: Path) -> dict[str, str]:
+    """doc_id -> text of the store already in ``index_dir`` (none when there is none, or it fails its checks)."""
+    from rag_integration.core.indexes.store import verified_version
+    from rag_integration.feature_groups.rag_pipeline.vector_store.store import check_store_claim, load_store
+
+    try:
+        version = verified_version(index_dir)
+        if version is None:
+            return {}
+        check_store_claim(version.claim, index_dir)
+        return {document.doc_id: document.text for document in load_store(version).documents}
+    except (ConnectorError, OSError, ValueError):
+        return {}
 
 
 @app.command()

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rag_integration.cli import app, main
+from rag_integration.core.indexes.embedding_memo import EMBEDDING_MEMO
 from rag_integration.testing.certify import CheckCollector
 
 RUNNER = CliRunner()
@@ -164,3 +165,23 @@ def test_index_without_progress_draws_no_bars(tmp_path: Path) -> None:
     result = RUNNER.invoke(app, [*arguments, "--no-progress"])
     assert result.exit_code == 0, result.output
     assert result.stderr == ""
+
+
+def test_index_on_a_changed_folder_reports_the_change_and_embeds_only_it(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("oil", "tide", "cat"):
+        (docs / f"{name}.md").write_text(f"A paragraph about the {name}.")
+    arguments = ["index", str(docs), "--index-dir", str(tmp_path / "store"), "--embedding-model", "hash"]
+    arguments += ["--chunker", "none", "--no-progress"]
+    EMBEDDING_MEMO.clear()  # what earlier tests embedded would not be embedded, nor kept in the store folder
+    first = RUNNER.invoke(app, arguments)
+    assert first.exit_code == 0, first.output
+    assert "3 added, 0 changed, 0 removed, 0 unchanged" in first.stdout
+    (docs / "cat.md").unlink()
+    (docs / "tide.md").write_text("The moon pulls the tide twice a day.")
+    (docs / "lava.md").write_text("Lava flows after an eruption.")
+    EMBEDDING_MEMO.clear()  # as a new process would start: only the store folder remembers
+    second = RUNNER.invoke(app, arguments)
+    assert second.exit_code == 0, second.output
+    assert "1 added, 1 changed, 1 removed, 1 unchanged; 2 embedded" in second.stdout
