@@ -1,0 +1,100 @@
+"""A corpus that changes answers as a corpus built from scratch: whatever a process (or index_dir) remembers from
+earlier versions of a corpus, each ranking equals a cold build's, for random sequences of edits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rag_integration.core.indexes.cache import INDEX_CACHE
+from rag_integration.core.indexes.embedding_memo import EMBEDDING_MEMO
+from rag_integration.feature_groups.connectors.retrieve import (
+    Bm25sRetriever,
+    FaissDenseRetriever,
+    HybridRrfRetriever,
+    TfidfRetriever,
+)
+from rag_integration.testing.runner import run_feature
+
+WORDS = [
+    "cat",
+    "dog",
+    "oil",
+    "engine",
+    "moon",
+    "tide",
+    "lava",
+    "bread",
+    "oven",
+    "river",
+    "stone",
+    "garden",
+    "window",
+    "market",
+    "train",
+]
+BACKENDS: list[tuple[type[Any], dict[str, Any]]] = [
+    (Bm25sRetriever, {}),
+    (TfidfRetriever, {}),
+    (FaissDenseRetriever, {"embedding_model": "hash"}),
+    (HybridRrfRetriever, {"embedding_model": "hash"}),
+]
+QUERIES = ["cat in the garden", "engine oil", "moon and tide", "bread oven river"]
+
+text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=8).map(" ".join)
+edit = st.tuples(st.sampled_from(["add", "remove", "edit"]), st.integers(0, 10_000), text)
+
+
+def apply(corpus: list[dict[str, str]], edits: list[tuple[str, int, str]], step: int) -> list[dict[str, str]]:
+    changed = list(corpus)
+    for number, (kind, at, words) in enumerate(edits):
+        if kind == "add" or not changed:
+            changed.append({"doc_id": f"s{step}-{number}", "text": words})
+        elif kind == "remove":
+            del changed[at % len(changed)]
+        else:
+            position = at % len(changed)
+            changed[position] = {**changed[position], "text": words}
+    return changed
+
+
+def ranked(connector: type[Any], extra: dict[str, Any], corpus: list[dict[str, str]], folder: Path | None) -> Any:
+    options = {"retrieve_backend": connector.BACKEND, "corpus": corpus, "query_text": QUERIES, "top_k": 5, **extra}
+    if folder is not None:
+        options["index_dir"] = str(folder)
+    rows = run_feature("retrieved_passages", options, {connector})
+    return [[(hit["doc_id"], round(hit["score"], 5)) for hit in row] for row in rows]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    start=st.lists(text, min_size=1, max_size=12),
+    steps=st.lists(st.lists(edit, min_size=1, max_size=4), min_size=1, max_size=3),
+)
+def test_every_version_of_a_changing_corpus_ranks_as_a_cold_build(
+    tmp_path_factory: Any, start: list[str], steps: list[list[tuple[str, int, str]]]
+) -> None:
+    folder = tmp_path_factory.mktemp("index")
+    versions = [[{"doc_id": f"d{position}", "text": words} for position, words in enumerate(start)]]
+    for step, edits in enumerate(steps):
+        versions.append(apply(versions[-1], edits, step))
+    cold = []
+    for corpus in versions:
+        for connector, extra in BACKENDS:
+            INDEX_CACHE.clear()
+            EMBEDDING_MEMO.clear()
+            cold.append(ranked(connector, extra, corpus, None))
+    INDEX_CACHE.clear()
+    EMBEDDING_MEMO.clear()
+    warm = [
+        ranked(connector, extra, corpus, folder)  # the cache, the memo and index_dir hold the earlier versions
+        for corpus in versions
+        for connector, extra in BACKENDS
+    ]
+    assert warm == cold
+    EMBEDDING_MEMO.clear()  # a later process: only index_dir remembers
+    INDEX_CACHE.clear()
+    assert [ranked(connector, extra, versions[-1], folder) for connector, extra in BACKENDS] == cold[-len(BACKENDS) :]
