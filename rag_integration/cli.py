@@ -193,14 +193,14 @@ def index(
 def _stored_chunks(index_dir: Path) -> dict[str, str]:
     """doc_id -> text of the store already in ``index_dir`` (none when there is none, or it fails its checks)."""
     from rag_integration.core.indexes.store import verified_version
-    from rag_integration.feature_groups.rag_pipeline.vector_store.store import check_store_claim, load_store
+    from rag_integration.feature_groups.rag_pipeline.vector_store.store import check_store_claim, load_store_documents
 
     try:
         version = verified_version(index_dir)
         if version is None:
             return {}
         check_store_claim(version.claim, index_dir)
-        return {document.doc_id: document.text for document in load_store(version).documents}
+        return {document.doc_id: document.text for document in load_store_documents(version)}
     except (ConnectorError, OSError, ValueError):
         return {}
 

@@ -153,10 +153,8 @@ def _mark_ranges() -> tuple[tuple[int, int], ...]:
 
 @dataclass(frozen=True)
 class _Patterns:
-    word: re.Pattern[str]
-    """Letters, digits and ``_`` with the combining marks inside them."""
     plain_word: re.Pattern[str]
-    """The same for a text without combining marks, where ``\\w+`` is enough and much faster."""
+    """Letters, digits and ``_``: a word of a text without combining marks (one with them: ``_word_with``)."""
     unspaced: re.Pattern[str]
     unit: re.Pattern[str]
     """One character of an unspaced script with its marks (a Thai consonant with its vowel and tone signs), or a
@@ -173,7 +171,6 @@ def _patterns() -> _Patterns:
     marks = _range_class(ranges)
     unspaced = _range_class(UNSPACED_RANGES)
     return _Patterns(
-        word=re.compile(rf"\w+(?:[{marks}]+\w*)*"),
         plain_word=re.compile(r"\w+"),
         unspaced=re.compile(f"[{unspaced}]"),
         unit=re.compile(f"[{unspaced}][{marks}]*|[^{unspaced}]+"),
@@ -266,8 +263,7 @@ class Analyzer:
             return self._mixed_terms(found)
         terms = []
         for item in found:
-            term = self._terms.get(item, _UNSEEN)
-            term = self._learn(item) if term is _UNSEEN else term
+            term = self._term(item)
             if term is not None:
                 terms.append(term)
         return terms
@@ -286,8 +282,7 @@ class Analyzer:
             return self._mixed_terms(found)
         terms: list[str] = []
         for item in found:
-            term = self._terms.get(item, _UNSEEN)
-            term = self._learn(item) if term is _UNSEEN else term
+            term = self._term(item)
             if term is None:
                 continue
             again: tuple[str, ...] | None = None
@@ -332,11 +327,15 @@ class Analyzer:
         if -2 in ids:
             for item in found:
                 if item not in known:
-                    term = self._terms.get(item, _UNSEEN)
-                    term = self._learn(item) if term is _UNSEEN else term
+                    term = self._term(item)
                     known[item] = -1 if term is None else vocabulary.setdefault(term, len(vocabulary))
             ids = [known[item] for item in found]
         return [term_id for term_id in ids if term_id >= 0]
+
+    def _term(self, word: str) -> str | None:
+        """The word's term (None for a stopword or a word too short), computed once."""
+        term = self._terms.get(word, _UNSEEN)
+        return self._learn(word) if term is _UNSEEN else term
 
     def _learn(self, word: str) -> str | None:
         if len(word) < 2 or word in self.stopwords:
@@ -357,8 +356,7 @@ class Analyzer:
         terms: list[str] = []
         for item in found:
             if unspaced_char.search(item) is None:
-                term = self._terms.get(item, _UNSEEN)
-                term = self._learn(item) if term is _UNSEEN else term
+                term = self._term(item)
                 if term is not None:
                     terms.append(term)
                 continue
@@ -372,14 +370,14 @@ class Analyzer:
                 terms.extend(run[position] + run[position + 1] for position in range(len(run) - 1))
                 run = []
                 if piece:
-                    term = self._terms.get(piece, _UNSEEN)
-                    term = self._learn(piece) if term is _UNSEEN else term
+                    term = self._term(piece)
                     if term is not None:
                         terms.append(term)
         return terms
 
 
 _UNSEEN = "\0unseen"
+"""No word holds a NUL: what ``_terms`` gives for a word not seen yet."""
 
 
 class _Stemmer(Protocol):

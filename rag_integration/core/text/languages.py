@@ -167,14 +167,8 @@ def _mostly_unspaced(found: Sequence[str]) -> bool:
 
 
 def document_languages(texts: Sequence[str], language: str) -> list[str]:
-    """Each document's language: ``language`` itself, or under ``auto`` the one found as ``analyse_corpus`` finds
-    it (the words are read here for the stopword votes)."""
-    if language != AUTO:
-        return [language] * len(texts)
-    placer = _placer(texts)
-    if placer is None:
-        return _detected_each(texts)
-    return [placer.place(text, *split_words(text[: DETECT_CHARS * 4].lower())) for text in texts]
+    """Each document's language: ``language`` itself, or under ``auto`` the one ``analyse_corpus`` analyses it in."""
+    return [code for _, _, code in _placed(texts, language)]
 
 
 def _placer(texts: Sequence[str]) -> LanguagePlacer | None:
@@ -193,7 +187,7 @@ def _detected_each(texts: Sequence[str]) -> list[str]:
 def _placed(texts: Sequence[str], language: str) -> Iterator[tuple[list[str], bool, str]]:
     """Each text's words (``split_words``) and the language it is analysed in, reading the words once."""
     placer = _placer(texts) if language == AUTO else None
-    fixed = [] if placer is not None else document_languages(texts, language)
+    fixed = [] if placer is not None else _detected_each(texts) if language == AUTO else [language] * len(texts)
     for position, text in enumerate(texts):
         found, unspaced = split_words(text.lower())
         yield found, unspaced, placer.place(text, found, unspaced) if placer is not None else fixed[position]

@@ -148,9 +148,21 @@ def _check_settings(settings: Mapping[str, Any], folder: Path) -> None:
     FaissSettings.read(OptionReader(faiss))  # the same bounds as the options that wrote them
 
 
+def load_store_documents(version: StoredVersion) -> list[Document]:
+    """The documents of a version whose claim passed ``check_store_claim``, verified as ``load_store`` verifies
+    them, without building its FAISS index."""
+    return index_store.load_version(version, lambda path: _documents(path, version))
+
+
 def _load(path: Path, version: StoredVersion) -> VectorStore:
     settings = version.claim.settings
-    count, dimension = settings["count"], settings["dimension"]
+    documents = _documents(path, version)
+    index = load_faiss_index(path, settings["faiss"], settings["count"], settings["dimension"], "vector_store")
+    return VectorStore(index, documents, settings, version.name)
+
+
+def _documents(path: Path, version: StoredVersion) -> list[Document]:
+    count = version.claim.settings["count"]
     documents: list[Document] = []
     with (path / DOCUMENTS_FILE).open(encoding="ascii") as lines:
         for line in lines:
@@ -164,5 +176,4 @@ def _load(path: Path, version: StoredVersion) -> VectorStore:
         raise IndexMismatchError("index_dir", str(path), f"{count} documents as its manifest says")
     if corpus_fingerprint(documents) != version.claim.corpus_fingerprint:
         raise IndexMismatchError("index_dir", str(path), "documents matching the manifest's corpus fingerprint")
-    index = load_faiss_index(path, settings["faiss"], count, dimension, "vector_store")
-    return VectorStore(index, documents, settings, version.name)
+    return documents
