@@ -31,6 +31,7 @@ from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
 from rag_integration.core.indexes import store as index_store
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexCache, IndexKey
 from rag_integration.core.indexes.embedding_memo import EMBEDDINGS_FOLDER
+from rag_integration.core.indexes.term_counts import ANALYSIS_FOLDER, ANALYSIS_MEMO
 from rag_integration.core.indexes.store import MANIFEST_FILE, POINTER_FILE, StoreClaim, current_version, write_store
 from rag_integration.feature_groups.connectors.retrieve import (
     Bm25sRetriever,
@@ -58,6 +59,7 @@ RETRIEVERS: list[tuple[type[Any], dict[str, Any]]] = [
 @pytest.fixture(autouse=True)
 def _fresh_cache() -> None:
     INDEX_CACHE.clear()
+    ANALYSIS_MEMO.clear()
 
 
 def retrieve(connector: type[Any], extra: dict[str, Any], index_dir: Path, corpus: Any = CORPUS) -> list[Any]:
@@ -181,8 +183,28 @@ BREAKAGES: list[Callable[[Path, Path], None]] = [
 
 
 def stores(index_dir: Path) -> list[Path]:
-    """The stored indexes of an ``index_dir`` (a dense backend also keeps its embeddings there)."""
-    return [entry for entry in index_dir.iterdir() if entry.name != EMBEDDINGS_FOLDER]
+    """The stored indexes of an ``index_dir`` (a dense backend also keeps its embeddings there, a lexical one its
+    analysed corpus)."""
+    return [entry for entry in index_dir.iterdir() if entry.name not in (EMBEDDINGS_FOLDER, ANALYSIS_FOLDER)]
+
+
+@pytest.mark.parametrize("breakage", BREAKAGES, ids=lambda f: f.__name__)
+def test_a_broken_analysed_corpus_is_ignored_and_the_update_ranks_as_a_fresh_build(
+    tmp_path: Path, breakage: Callable[[Path, Path], None]
+) -> None:
+    """The analysed corpus an update starts from is a cache someone else may have written: broken, it is ignored
+    (logged) and the corpus analysed again; another corpus's, it lends only the rows of texts it really holds."""
+    edited = [{**CORPUS[0], "text": "a cat and a dog share the engine oil"}, *CORPUS[1:]]
+    expected = retrieve(Bm25sRetriever, {}, tmp_path / "fresh", edited)
+    retrieve(Bm25sRetriever, {}, tmp_path / "index")
+    retrieve(Bm25sRetriever, {}, tmp_path / "other", OTHER_CORPUS)
+    [store] = (tmp_path / "index" / ANALYSIS_FOLDER).iterdir()
+    [other_store] = (tmp_path / "other" / ANALYSIS_FOLDER).iterdir()
+    breakage(live_version(store), live_version(other_store))
+    INDEX_CACHE.clear()
+    ANALYSIS_MEMO.clear()
+    assert retrieve(Bm25sRetriever, {}, tmp_path / "index", edited) == expected
+    assert ANALYSIS_MEMO.stats.analysed >= 1
 
 
 @pytest.mark.parametrize(("connector", "extra"), RETRIEVERS, ids=lambda v: getattr(v, "BACKEND", None) or str(v))

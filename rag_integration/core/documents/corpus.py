@@ -155,6 +155,17 @@ def corpus_fingerprint(documents: Iterable[Document]) -> str:
     return digest.hexdigest()
 
 
+def text_digests(documents: Sequence[Document]) -> list[bytes]:
+    """Each document's text hash (``TEXT_DIGEST_BYTES`` of BLAKE2b): what tells an unchanged text from a changed
+    one when a corpus is updated. A ``Corpus`` computes them once."""
+    if isinstance(documents, Corpus):
+        return documents.text_digests
+    return [
+        hashlib.blake2b(document.text.encode("utf-8"), digest_size=TEXT_DIGEST_BYTES).digest() for document in documents
+    ]
+
+
+TEXT_DIGEST_BYTES = 16
 _LENGTH = struct.Struct("<Q")
 _FINGERPRINT_CHUNK = 4096
 
@@ -215,7 +226,7 @@ class Corpus(Sequence[Document]):
     one-line repr carrying its content fingerprint; connectors accept it wherever they accept a list.
     """
 
-    __slots__ = ("_documents", "_fingerprint")
+    __slots__ = ("_documents", "_fingerprint", "_text_digests")
 
     def __init__(self, documents: object, option: str = "corpus") -> None:
         raw = documents  # anything but a sequence or another iterable is refused by read_documents, typed
@@ -223,12 +234,19 @@ class Corpus(Sequence[Document]):
             raw = list(documents)
         self._documents: tuple[Document, ...] = tuple(read_documents(raw, option))
         self._fingerprint: str | None = None
+        self._text_digests: list[bytes] | None = None
 
     @property
     def fingerprint(self) -> str:
         if self._fingerprint is None:
             self._fingerprint = corpus_fingerprint(self._documents)
         return self._fingerprint
+
+    @property
+    def text_digests(self) -> list[bytes]:
+        if self._text_digests is None:
+            self._text_digests = text_digests(self._documents)
+        return self._text_digests
 
     def __len__(self) -> int:
         return len(self._documents)

@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import math
 import os
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import chain
 from typing import Protocol
 
+import numpy as np
+
+from rag_integration.core.documents.corpus import Document, text_digests
 from rag_integration.core.text.analysis import (
     AUTO,
     UNDETERMINED,
@@ -30,7 +34,11 @@ DOCUMENT_CONFIDENCE = 0.5
 """Below this probability the model's language for a document is not trusted."""
 QUERY_CANDIDATES = 5
 SAMPLE_DOCUMENTS = 512
-"""A corpus up to this size is detected document by document; a larger one through an evenly spread sample of it."""
+"""A corpus up to this size is detected document by document; a larger one through a sample of it chosen by a hash
+of each text, so a corpus that changes by a few documents keeps almost all of its sample."""
+SAMPLE_LANGUAGE_SHARE = 0.01
+"""A language the model finds in fewer of the sample's documents (or in one) is not counted among the corpus's: its
+documents are outsiders the model places itself, and a few changed documents do not change the corpus's languages."""
 PROFILE_WORDS = 40
 """The words of a document whose stopwords vote for its language."""
 OUTSIDER_VOTES = 3
@@ -124,7 +132,7 @@ def _stopword_voters() -> dict[str, tuple[str, ...]]:
 
 
 class LanguagePlacer:
-    """Places a large corpus's documents: the model finds the languages of an evenly spread sample, then each
+    """Places a large corpus's documents: the model finds the languages of a sample, then each
     document goes to the sample language whose stopwords it uses most. A document whose stopwords point clearly to
     a language the sample missed, or that has none and is not plain ASCII, is asked of the model; one without any
     evidence gets the sample's main language."""
@@ -133,7 +141,9 @@ class LanguagePlacer:
         placed = [code for code in sample if code is not None]
         self.main = most_common_language(placed)
         counts = Counter(placed)
-        self.order = sorted(counts, key=lambda code: (-counts[code], code))
+        least = max(2, math.ceil(SAMPLE_LANGUAGE_SHARE * len(sample)))
+        others = sorted(code for code in counts if code != self.main and counts[code] >= least)
+        self.order = [self.main, *others] if placed else []
         self.voters = _stopword_voters()
 
     def place(self, text: str, found: Sequence[str], unspaced: bool = False) -> str:
@@ -166,42 +176,92 @@ def _mostly_unspaced(found: Sequence[str]) -> bool:
     return 2 * unspaced >= sum(map(len, found))
 
 
+@dataclass(frozen=True)
+class Placement:
+    """How a corpus's documents are given their languages: one fixed language, each document's own detection (a
+    small ``auto`` corpus; ``fallback`` for those the model is unsure of), or a ``LanguagePlacer`` built from a
+    sample (a large one). Equal ``key``s place every text alike, so a document analysed under one placement is
+    analysed the same under another with the same key: what lets a changed corpus keep its unchanged documents.
+    ``detections`` holds what the model said of each text it read, by digest, for the next placement to reuse."""
+
+    key: tuple[str, ...]
+    detected: Sequence[str] | None = None
+    placer: LanguagePlacer | None = None
+    detections: Mapping[bytes, str | None] = field(default_factory=dict)
+
+    def placed(self, texts: Sequence[str], positions: Iterable[int]) -> Iterator[tuple[list[str], bool, str]]:
+        """The words (``split_words``) of the texts at ``positions`` and each one's language, reading words once."""
+        for position in positions:
+            text = texts[position]
+            found, unspaced = split_words(text.lower())
+            if self.placer is not None:
+                code = self.placer.place(text, found, unspaced)
+            else:
+                code = self.detected[position] if self.detected is not None else self.key[1]
+            yield found, unspaced, code
+
+
+def corpus_placement(
+    texts: Sequence[str],
+    language: str,
+    digests: Sequence[bytes] | None = None,
+    known: Mapping[bytes, str | None] | None = None,
+) -> Placement:
+    """The placement of a corpus under ``language``: for ``auto``, each document detected when the corpus is small,
+    else the languages of the sample of texts with the least digests (``text_digests``, computed when not given).
+    The model reads only texts ``known`` (an earlier placement's ``detections``) does not hold."""
+    if language != AUTO:
+        return Placement(("fixed", language))
+    if digests is None:
+        digests = text_digests([Document("", text) for text in texts])
+    if len(texts) <= SAMPLE_DOCUMENTS:
+        positions = list(range(len(texts)))
+    else:
+        leading = np.frombuffer(b"".join(digest[:8] for digest in digests), dtype=">u8")
+        positions = np.sort(np.argsort(leading, kind="stable")[:SAMPLE_DOCUMENTS]).tolist()
+    detections = _detections(texts, digests, positions, known or {})
+    detected = [detections[digests[position]] for position in positions]
+    if len(texts) <= SAMPLE_DOCUMENTS:
+        fallback = most_common_language(code for code in detected if code is not None)
+        each = [code if code is not None else fallback for code in detected]
+        return Placement(("each", fallback), each, detections=detections)
+    placer = LanguagePlacer(detected)
+    key = ("sample", *(placer.order or [placer.main]))
+    return Placement(key, placer=placer, detections=detections)
+
+
+def _detections(
+    texts: Sequence[str], digests: Sequence[bytes], positions: list[int], known: Mapping[bytes, str | None]
+) -> dict[bytes, str | None]:
+    """What the model says of the texts at ``positions``, by digest, asking it only of those ``known`` lacks."""
+    unknown = [position for position in positions if digests[position] not in known]
+    made = dict(zip((digests[position] for position in unknown), detect_languages([texts[p] for p in unknown])))
+    return {digests[p]: made[digests[p]] if digests[p] in made else known[digests[p]] for p in positions}
+
+
 def document_languages(texts: Sequence[str], language: str) -> list[str]:
     """Each document's language: ``language`` itself, or under ``auto`` the one ``analyse_corpus`` analyses it in."""
-    return [code for _, _, code in _placed(texts, language)]
-
-
-def _placer(texts: Sequence[str]) -> LanguagePlacer | None:
-    if len(texts) <= SAMPLE_DOCUMENTS:
-        return None
-    step = len(texts) / SAMPLE_DOCUMENTS
-    return LanguagePlacer(detect_languages([texts[int(position * step)] for position in range(SAMPLE_DOCUMENTS)]))
-
-
-def _detected_each(texts: Sequence[str]) -> list[str]:
-    detected = detect_languages(texts)
-    fallback = most_common_language(code for code in detected if code is not None)
-    return [code if code is not None else fallback for code in detected]
-
-
-def _placed(texts: Sequence[str], language: str) -> Iterator[tuple[list[str], bool, str]]:
-    """Each text's words (``split_words``) and the language it is analysed in, reading the words once."""
-    placer = _placer(texts) if language == AUTO else None
-    fixed = [] if placer is not None else _detected_each(texts) if language == AUTO else [language] * len(texts)
-    for position, text in enumerate(texts):
-        found, unspaced = split_words(text.lower())
-        yield found, unspaced, placer.place(text, found, unspaced) if placer is not None else fixed[position]
+    return [code for _, _, code in corpus_placement(texts, language).placed(texts, range(len(texts)))]
 
 
 def analyse_corpus(
-    texts: Sequence[str], language: str, vocabulary: dict[str, int], *, stem: bool = True
+    texts: Sequence[str],
+    language: str,
+    vocabulary: dict[str, int],
+    *,
+    stem: bool = True,
+    placement: Placement | None = None,
+    positions: Iterable[int] | None = None,
 ) -> tuple[list[list[int]], list[str]]:
     """Each text's term ids (new terms are added to ``vocabulary``) and the language it was analysed in: one pass
-    over the words, which also give the stopword votes that place a document in a large ``auto`` corpus."""
+    over the words, which also give the stopword votes that place a document in a large ``auto`` corpus. Given a
+    ``placement`` (the corpus's, made once) and ``positions``, only those texts are analysed."""
+    placement = placement if placement is not None else corpus_placement(texts, language)
     word_ids: dict[str, dict[str, int]] = {}
     all_ids: list[list[int]] = []
     languages: list[str] = []
-    for found, unspaced, code in _placed(texts, language):
+    chosen = range(len(texts)) if positions is None else positions
+    for found, unspaced, code in placement.placed(texts, chosen):
         analyzer = analyzer_for(code, stem=stem)
         all_ids.append(analyzer.word_ids(found, unspaced, vocabulary, word_ids.setdefault(code, {})))
         languages.append(code)
@@ -212,7 +272,7 @@ def analyse_texts(texts: Sequence[str], language: str, *, stem: bool = True) -> 
     """Each text's terms and the language it was analysed in (``analyse_corpus``, as terms)."""
     all_terms: list[list[str]] = []
     languages: list[str] = []
-    for found, unspaced, code in _placed(texts, language):
+    for found, unspaced, code in corpus_placement(texts, language).placed(texts, range(len(texts))):
         all_terms.append(analyzer_for(code, stem=stem).terms_of(found, unspaced))
         languages.append(code)
     return all_terms, languages

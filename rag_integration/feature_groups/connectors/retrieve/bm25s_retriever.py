@@ -15,10 +15,13 @@ import numpy as np
 
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.extras import require_module
+from rag_integration.core.indexes.cache import building_into
 from rag_integration.core.indexes.corpus_languages import load_corpus_languages, save_corpus_languages
 from rag_integration.core.indexes.store import load_npy, load_sparse_parts, save_npy, term_ids
+from rag_integration.core.indexes.term_counts import ANALYSIS_MEMO, AnalysisSettings
 from rag_integration.core.indexes.vector_index import SEARCH_THREADS
 from rag_integration.core.options import option
+from rag_integration.core.ranking.bm25_scores import NONOCCURRENCE_METHODS, bm25_scores
 from rag_integration.core.ranking.passages import AllowedMask, Hits, best_positive_hits
 from rag_integration.core.text.analysis import (
     ANALYSIS_VERSION,
@@ -26,7 +29,7 @@ from rag_integration.core.text.analysis import (
     analyzer_for,
     check_language,
 )
-from rag_integration.core.text.languages import CorpusLanguages, analyse_corpus, query_language
+from rag_integration.core.text.languages import CorpusLanguages, query_language
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
 if TYPE_CHECKING:
@@ -111,15 +114,14 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
 
     @classmethod
     def build_index(cls, documents: Sequence[Document], settings: Bm25sIndexSettings) -> Bm25sIndex:
-        bm25s = require_module("bm25s", "bm25s", "connectors")
-        vocabulary = {"": 0}  # as bm25s's tokenizer: a document without terms counts one empty term
-        ids, languages = analyse_corpus(
-            [document.text for document in documents], settings.language, vocabulary, stem=settings.stemmer
-        )
-        ids = [document_ids or [0] for document_ids in ids]
-        retriever = bm25s.BM25(k1=settings.k1, b=settings.b, method=settings.method)
-        retriever.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocabulary), show_progress=False)
-        return Bm25sIndex(retriever, vocabulary, CorpusLanguages.of(languages), settings)
+        """The corpus analysed (only the documents the latest analysed corpus lacks: ``ANALYSIS_MEMO``), then
+        bm25s's score matrix computed from the term counts, bit for bit as ``bm25s.BM25.index`` makes it."""
+        analysis = AnalysisSettings(settings.language, settings.stemmer)
+        analysed = ANALYSIS_MEMO.analyse(documents, analysis, building_into())
+        scores = bm25_scores(analysed.counts, settings.method, settings.k1, settings.b)
+        arrays = (scores.data, scores.indices, scores.indptr)
+        retriever = _retriever(settings, arrays, analysed.vocabulary, len(documents), scores.nonoccurrence)
+        return Bm25sIndex(retriever, analysed.vocabulary, analysed.languages, settings)
 
     @classmethod
     def search(
@@ -160,18 +162,32 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
     @classmethod
     def load_index(cls, folder: Path, settings: Bm25sIndexSettings, documents: Sequence[Document]) -> Bm25sIndex:
         """A BM25 built from the request's settings around stored arrays checked against the corpus's size."""
-        bm25s = require_module("bm25s", "bm25s", "connectors")
         vocabulary = json.loads((folder / VOCABULARY_FILE).read_text(encoding="utf-8"))
         terms = term_ids(vocabulary, "index", folder)
-        data, indices, indptr = load_sparse_parts(folder, len(terms), len(documents))
-        retriever = bm25s.BM25(k1=settings.k1, b=settings.b, method=settings.method)
-        retriever.scores = {"data": data, "indices": indices, "indptr": indptr, "num_docs": len(documents)}
-        retriever.vocab_dict = terms
-        retriever.unique_token_ids_set = set(terms.values())
-        retriever.nonoccurrence_array = None
-        if retriever.method in retriever.methods_requiring_nonoccurrence:
-            retriever.nonoccurrence_array = load_npy(folder / NONOCCURRENCE_FILE, (len(terms),))
+        arrays = load_sparse_parts(folder, len(terms), len(documents))
+        nonoccurrence = None
+        if settings.method in NONOCCURRENCE_METHODS:
+            nonoccurrence = load_npy(folder / NONOCCURRENCE_FILE, (len(terms),))
+        retriever = _retriever(settings, arrays, terms, len(documents), nonoccurrence)
         return Bm25sIndex(retriever, terms, load_corpus_languages(folder, len(documents)), settings)
+
+
+def _retriever(
+    settings: Bm25sIndexSettings,
+    arrays: tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]],
+    vocabulary: dict[str, int],
+    documents: int,
+    nonoccurrence: npt.NDArray[Any] | None,
+) -> bm25s.BM25:
+    """A ``bm25s.BM25`` of the request's settings around score arrays made or read by us."""
+    bm25s = require_module("bm25s", "bm25s", "connectors")
+    retriever = bm25s.BM25(k1=settings.k1, b=settings.b, method=settings.method)
+    data, indices, indptr = arrays
+    retriever.scores = {"data": data, "indices": indices, "indptr": indptr, "num_docs": documents}
+    retriever.vocab_dict = vocabulary
+    retriever.unique_token_ids_set = set(vocabulary.values())
+    retriever.nonoccurrence_array = nonoccurrence
+    return retriever
 
 
 def _block_hits(

@@ -1,0 +1,355 @@
+"""A corpus's analysed terms, kept so a changed corpus analyses only what changed: each document's term counts
+(one row of a documents-by-terms matrix) keyed by a hash of its text. In memory the latest corpus per analysis
+settings is kept; with a folder (a request's ``index_dir``) it is also stored under ``<folder>/analysis/`` as an
+atomic store version that a later process reads back, checked like any file someone else may have written."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import chain
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from rag_integration.core.documents.corpus import TEXT_DIGEST_BYTES, Document, text_digests
+from rag_integration.core.errors import ConnectorError, IndexMismatchError
+from rag_integration.core.extras import require_module
+from rag_integration.core.indexes.cache import bound_from_environment
+from rag_integration.core.indexes.corpus_languages import load_corpus_languages, save_corpus_languages
+from rag_integration.core.indexes.store import StoreClaim, load_npy, read_store, save_npy, write_store
+from rag_integration.core.ranking.bm25_scores import TermCountArrays
+from rag_integration.core.text.analysis import ANALYSIS_VERSION, UNDETERMINED, supported_languages
+from rag_integration.core.text.languages import CorpusLanguages, Placement, analyse_corpus, corpus_placement
+
+LOGGER = logging.getLogger("rag_integration")
+ANALYSIS_FOLDER = "analysis"
+"""The folder of an ``index_dir`` that keeps analysed corpora (beside the stored indexes and embeddings)."""
+EMPTY_TERM = ""
+"""Term 0 of every vocabulary, as in bm25s's: what a document without terms is counted as holding."""
+MEMO_ENTRIES = 4
+MEMO_BYTES_VARIABLE = "RAG_ANALYSIS_MEMO_BYTES"
+DEFAULT_MEMO_BYTES = 1024 * 1024 * 1024
+PLACEMENT_KINDS = ("fixed", "each", "sample")
+
+
+@dataclass(frozen=True)
+class AnalysisSettings:
+    """What decides a document's terms: its language setting, stemming and the analysis's version."""
+
+    language: str
+    stem: bool
+    version: str = ANALYSIS_VERSION
+
+    def folder_name(self) -> str:
+        return hashlib.sha256(json.dumps(dataclasses.asdict(self), sort_keys=True).encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class AnalysedCorpus:
+    """Each document's term counts (rows sorted by term id; ``EMPTY_TERM`` never counted), the vocabulary (only
+    terms some document holds, and ``EMPTY_TERM`` at 0), each document's text digest and language, and the key of
+    the placement that gave the languages with what the language model said of the texts it read."""
+
+    counts: TermCountArrays
+    vocabulary: dict[str, int]
+    digests: bytes
+    languages: CorpusLanguages
+    placement: tuple[str, ...]
+    detections: Mapping[bytes, str | None]
+
+    @property
+    def nbytes(self) -> int:
+        counts = self.counts
+        return counts.indptr.nbytes + counts.terms.nbytes + counts.counts.nbytes + len(self.digests) * 2
+
+    def digest_list(self) -> list[bytes]:
+        return [
+            self.digests[start : start + TEXT_DIGEST_BYTES] for start in range(0, len(self.digests), TEXT_DIGEST_BYTES)
+        ]
+
+
+@dataclass
+class AnalysisStats:
+    analysed: int = 0
+    reused: int = 0
+
+
+class AnalysisMemo:
+    """The latest analysed corpus per analysis settings (a few settings, byte-bounded): a corpus that differs from
+    it by some documents analyses only those, and the same corpus under other BM25 parameters analyses none."""
+
+    def __init__(self, entries: int = MEMO_ENTRIES, max_bytes: int = DEFAULT_MEMO_BYTES) -> None:
+        self.entries = entries
+        self.max_bytes = max_bytes
+        self.stats = AnalysisStats()
+        self._latest: OrderedDict[AnalysisSettings, AnalysedCorpus] = OrderedDict()
+        self._stored: dict[Path, bytes] = {}
+        self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._latest.clear()
+            self._stored.clear()
+            self.stats = AnalysisStats()
+
+    def analyse(
+        self, documents: Sequence[Document], settings: AnalysisSettings, folder: Path | None = None
+    ) -> AnalysedCorpus:
+        """The analysed corpus of the documents' texts, reusing the rows of every text the latest corpus under these
+        settings (in memory, else stored in ``folder``) analysed under the same placement."""
+        texts = [document.text for document in documents]
+        digests = text_digests(documents)
+        store = None if folder is None else Path(folder) / ANALYSIS_FOLDER / settings.folder_name()
+        previous = self._previous(settings, store)
+        joined = b"".join(digests)
+        if previous is not None and previous.digests == joined:
+            analysed, fresh = previous, 0
+        else:
+            known = None if previous is None else previous.detections
+            placement = corpus_placement(texts, settings.language, digests, known)
+            usable = previous if previous is not None and previous.placement == placement.key else None
+            analysed, fresh = _analysed(texts, digests, placement, settings, usable)
+        with self._lock:
+            self.stats.analysed += fresh
+            self.stats.reused += len(texts) - fresh
+        self._keep(settings, analysed)
+        if store is not None and self._stored.get(store) != analysed.digests:
+            try:
+                _save(store, settings, analysed)
+                self._stored[store] = analysed.digests
+            except ConnectorError as error:  # a cache: the terms are made, only their reuse by a later process is lost
+                LOGGER.warning("index_dir: could not keep the analysed corpus in %s: %s", store, error)
+        return analysed
+
+    def _previous(self, settings: AnalysisSettings, store: Path | None) -> AnalysedCorpus | None:
+        """The latest analysed corpus under ``settings``: the one in memory, unless ``store`` holds another."""
+        with self._lock:
+            kept = self._latest.get(settings)
+        if store is None or (kept is not None and self._stored.get(store) == kept.digests):
+            return kept
+        try:
+            found = read_store(store, lambda claim: _check_claim(claim, settings, store), lambda v: _load(v.folder))
+        except (IndexMismatchError, OSError) as error:
+            LOGGER.warning("index_dir: ignoring the stored analysed corpus in %s: %s", store, error)
+            return kept
+        if found is None:
+            return kept
+        self._stored[store] = found[1].digests
+        return found[1]
+
+    def _keep(self, settings: AnalysisSettings, analysed: AnalysedCorpus) -> None:
+        with self._lock:
+            self._latest.pop(settings, None)
+            if analysed.nbytes > self.max_bytes or self.entries <= 0:
+                return
+            self._latest[settings] = analysed
+            while len(self._latest) > self.entries or sum(a.nbytes for a in self._latest.values()) > self.max_bytes:
+                self._latest.popitem(last=False)
+
+
+def _analysed(
+    texts: Sequence[str],
+    digests: list[bytes],
+    placement: Placement,
+    settings: AnalysisSettings,
+    previous: AnalysedCorpus | None,
+) -> tuple[AnalysedCorpus, int]:
+    """The corpus analysed, texts ``previous`` holds taken from it (their rows, languages) and the rest analysed;
+    with how many texts were analysed."""
+    vocabulary = {EMPTY_TERM: 0} if previous is None else dict(previous.vocabulary)
+    rows = {} if previous is None else {digest: row for row, digest in enumerate(previous.digest_list())}
+    source = np.array([rows.get(digest, -1) for digest in digests], dtype=np.int64)
+    missing = np.flatnonzero(source < 0)
+    ids, codes = analyse_corpus(
+        texts, settings.language, vocabulary, stem=settings.stem, placement=placement, positions=missing.tolist()
+    )
+    fresh = _count_rows(ids, len(vocabulary))
+    if previous is None:
+        counts = fresh
+        languages = codes
+    else:
+        new_codes = iter(codes)
+        of_document = previous.languages.of_document
+        languages = [of_document(row) if row >= 0 else next(new_codes) for row in source.tolist()]
+        source[missing] = previous.counts.document_count + np.arange(len(missing))
+        counts = _rows_of((previous.counts, fresh), source, len(vocabulary))
+    counts, vocabulary = _without_unused_terms(counts, vocabulary)
+    analysed = AnalysedCorpus(
+        counts, vocabulary, b"".join(digests), CorpusLanguages.of(languages), placement.key, placement.detections
+    )
+    return analysed, len(missing)
+
+
+def _count_rows(ids: list[list[int]], vocabulary_size: int) -> TermCountArrays:
+    """Term-id lists as count rows sorted by term id (repeats summed)."""
+    sparse = require_module("scipy.sparse", "bm25s", "connectors")
+    lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    total = int(lengths.sum())
+    flat = np.fromiter(chain.from_iterable(ids), dtype=np.int32, count=total)
+    rows = np.repeat(np.arange(len(ids), dtype=np.int32), lengths)
+    matrix = sparse.csr_matrix(
+        (np.ones(total, dtype=np.int32), (rows, flat)), shape=(len(ids), vocabulary_size), dtype=np.int32
+    )
+    matrix.sum_duplicates()
+    return TermCountArrays(
+        matrix.indptr.astype(np.int64), matrix.indices.astype(np.int32), matrix.data.astype(np.int32), vocabulary_size
+    )
+
+
+def _rows_of(
+    parts: tuple[TermCountArrays, TermCountArrays], rows: npt.NDArray[np.int64], vocabulary_size: int
+) -> TermCountArrays:
+    """The given rows, in that order, of the two parts' rows taken as one list: copied a run of consecutive rows at
+    a time, so a corpus that changed in a few places is a few slices of its previous arrays."""
+    first, second = parts
+    boundary = first.document_count
+    if not len(rows):
+        return TermCountArrays(np.zeros(1, dtype=np.int64), second.terms[:0], second.counts[:0], vocabulary_size)
+    breaks = np.flatnonzero((np.diff(rows) != 1) | (rows[1:] == boundary)) + 1
+    run_starts = np.concatenate([[0], breaks]).tolist()
+    run_ends = np.concatenate([breaks, [len(rows)]]).tolist()
+    terms, counts = [], []
+    row_list = rows.tolist()
+    for start, end in zip(run_starts, run_ends, strict=True):
+        low, high = row_list[start], row_list[end - 1] + 1
+        part = first if low < boundary else second
+        offset = 0 if low < boundary else boundary
+        begin, finish = int(part.indptr[low - offset]), int(part.indptr[high - offset])
+        terms.append(part.terms[begin:finish])
+        counts.append(part.counts[begin:finish])
+    lengths = np.concatenate([np.diff(first.indptr), np.diff(second.indptr)])[rows]
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    empty = np.zeros(0, dtype=np.int32)
+    return TermCountArrays(indptr, np.concatenate([empty, *terms]), np.concatenate([empty, *counts]), vocabulary_size)
+
+
+def _without_unused_terms(
+    counts: TermCountArrays, vocabulary: dict[str, int]
+) -> tuple[TermCountArrays, dict[str, int]]:
+    """Terms no document holds any longer leave the vocabulary (ids renumbered in order), so it holds exactly the
+    terms a build from scratch would: a query's terms, and so its scores, are then the same."""
+    used = np.bincount(counts.terms, minlength=len(vocabulary)) > 0
+    used[vocabulary[EMPTY_TERM]] = True
+    if used.all():
+        return counts, vocabulary
+    renumbered = np.cumsum(used) - 1
+    keep, new_ids = used.tolist(), renumbered.tolist()
+    remaining = {term: new_ids[term_id] for term, term_id in vocabulary.items() if keep[term_id]}
+    terms = renumbered[counts.terms].astype(np.int32)
+    return TermCountArrays(counts.indptr, terms, counts.counts, len(remaining)), remaining
+
+
+def _check_claim(claim: StoreClaim, settings: AnalysisSettings, store: Path) -> None:
+    if claim.kind != ANALYSIS_FOLDER or dict(claim.settings) != dataclasses.asdict(settings):
+        raise IndexMismatchError("index_dir", str(store), "an analysed corpus under this request's analysis settings")
+
+
+def _save(store: Path, settings: AnalysisSettings, analysed: AnalysedCorpus) -> None:
+    def save(folder: Path) -> None:
+        save_npy(folder / "indptr.npy", analysed.counts.indptr)
+        save_npy(folder / "terms.npy", analysed.counts.terms)
+        save_npy(folder / "counts.npy", analysed.counts.counts)
+        save_npy(folder / "digests.npy", np.frombuffer(analysed.digests, dtype=np.uint8))
+        terms = [""] * len(analysed.vocabulary)
+        for term, term_id in analysed.vocabulary.items():
+            terms[term_id] = term
+        detections = [[digest.hex(), code] for digest, code in analysed.detections.items()]
+        listed = {"terms": terms, "placement": list(analysed.placement), "detections": detections}
+        (folder / "terms.json").write_text(json.dumps(listed, ensure_ascii=False), encoding="utf-8")
+        save_corpus_languages(folder, analysed.languages)
+
+    fingerprint = hashlib.sha256(analysed.digests).hexdigest()
+    write_store(store, StoreClaim(ANALYSIS_FOLDER, dataclasses.asdict(settings), fingerprint), save)
+
+
+def _load(folder: Path) -> AnalysedCorpus:
+    """A stored analysed corpus, every part checked against the others: a vocabulary numbering its terms 0..n-1
+    with the empty term at 0, rows of known terms, each at most once and in order, with positive counts, and one
+    digest and language per document; anything else is an ``IndexMismatchError``."""
+    try:
+        listed = json.loads((folder / "terms.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise IndexMismatchError("index_dir", str(folder), "the analysed corpus's terms as JSON") from error
+    terms_by_id = listed.get("terms") if isinstance(listed, dict) else None
+    if not isinstance(terms_by_id, list) or not terms_by_id or terms_by_id[0] != EMPTY_TERM:
+        raise IndexMismatchError("index_dir", str(folder), "a list of terms, the empty term first")
+    vocabulary = {term: term_id for term_id, term in enumerate(terms_by_id) if isinstance(term, str)}
+    if len(vocabulary) != len(terms_by_id):
+        raise IndexMismatchError("index_dir", str(folder), "a list of distinct terms")
+    placement = listed.get("placement")
+    known = {*supported_languages(), UNDETERMINED}
+    if (
+        not isinstance(placement, list)
+        or not placement
+        or placement[0] not in PLACEMENT_KINDS
+        or not all(isinstance(part, str) and part in known for part in placement[1:])
+    ):
+        raise IndexMismatchError("index_dir", str(folder), "the placement the languages were given by")
+    detections = _detections(listed.get("detections"), known)
+    if detections is None:
+        raise IndexMismatchError("index_dir", str(folder), "the language model's detections by text digest")
+    digests = load_npy(folder / "digests.npy", dtype="uint8")
+    if digests.ndim != 1 or len(digests) % TEXT_DIGEST_BYTES:
+        raise IndexMismatchError("index_dir", str(folder), f"{TEXT_DIGEST_BYTES}-byte digests")
+    documents = len(digests) // TEXT_DIGEST_BYTES
+    indptr = load_npy(folder / "indptr.npy", (documents + 1,), "int64")
+    terms = load_npy(folder / "terms.npy", dtype="int32")
+    counts = load_npy(folder / "counts.npy", terms.shape, "int32")
+    if not _consistent_rows(indptr, terms, counts, len(vocabulary)):
+        raise IndexMismatchError("index_dir", str(folder), "rows of known terms, each once and in order")
+    languages = load_corpus_languages(folder, documents)
+    return AnalysedCorpus(
+        TermCountArrays(indptr, terms, counts, len(vocabulary)),
+        vocabulary,
+        digests.tobytes(),
+        languages,
+        tuple(placement),
+        detections,
+    )
+
+
+def _detections(raw: object, known: set[str]) -> dict[bytes, str | None] | None:
+    if not isinstance(raw, list):
+        return None
+    detections: dict[bytes, str | None] = {}
+    for item in raw:
+        if (
+            not isinstance(item, list)
+            or len(item) != 2
+            or not isinstance(item[0], str)
+            or item[1] not in known | {None}
+        ):
+            return None
+        try:
+            digest = bytes.fromhex(item[0])
+        except ValueError:
+            return None
+        if len(digest) != TEXT_DIGEST_BYTES:
+            return None
+        detections[digest] = item[1]
+    return detections
+
+
+def _consistent_rows(indptr: np.ndarray, terms: np.ndarray, counts: np.ndarray, vocabulary_size: int) -> bool:
+    if terms.ndim != 1 or indptr[0] != 0 or indptr[-1] != len(terms) or (np.diff(indptr) < 0).any():
+        return False
+    if len(terms) == 0:
+        return True
+    if int(terms.min()) < 1 or int(terms.max()) >= vocabulary_size or int(counts.min()) < 1:
+        return False
+    within_row = np.ones(len(terms) - 1, dtype=bool)
+    boundaries = indptr[1:-1]
+    within_row[boundaries[(boundaries > 0) & (boundaries < len(terms))] - 1] = False
+    return bool((np.diff(terms)[within_row] > 0).all())
+
+
+ANALYSIS_MEMO = AnalysisMemo(MEMO_ENTRIES, bound_from_environment(MEMO_BYTES_VARIABLE, DEFAULT_MEMO_BYTES))
