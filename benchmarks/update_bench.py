@@ -71,15 +71,20 @@ def cold() -> None:
     ANALYSIS_MEMO.clear()
 
 
-def second_process(backend: str, corpus_file: Path, queries: list[str], index_dir: str) -> float:
+def ranking(rows: Any) -> list[list[str]]:
+    return [[hit["doc_id"] for hit in row] for row in rows]
+
+
+def second_process(backend: str, corpus_file: Path, queries: list[str], index_dir: str) -> tuple[float, list[Any]]:
+    """The seconds a fresh process takes to answer, after one warm-up request, and its ranking."""
     script = (
-        "import json, sys, time\n"
+        "import json, sys\n"
         "sys.path.insert(0, 'benchmarks')\n"
-        "from update_bench import timed, warm_up\n"
+        "from update_bench import ranking, timed, warm_up\n"
         "warm_up(sys.argv[1])\n"
         "corpus = json.loads(open(sys.argv[2]).read())\n"
-        "seconds, _ = timed(sys.argv[1], corpus, json.loads(sys.argv[3]), sys.argv[4])\n"
-        "print(seconds)\n"
+        "seconds, rows = timed(sys.argv[1], corpus, json.loads(sys.argv[3]), sys.argv[4])\n"
+        "print(json.dumps([seconds, ranking(rows)]))\n"
     )
     completed = subprocess.run(
         [sys.executable, "-c", script, backend, str(corpus_file), json.dumps(queries), index_dir],
@@ -87,7 +92,8 @@ def second_process(backend: str, corpus_file: Path, queries: list[str], index_di
         text=True,
         check=True,
     )
-    return float(completed.stdout.strip().splitlines()[-1])
+    seconds, rows = json.loads(completed.stdout.strip().splitlines()[-1])
+    return float(seconds), rows
 
 
 def measure(label: str, backend: str, corpus: list[dict[str, str]], queries: list[str]) -> None:
@@ -97,7 +103,7 @@ def measure(label: str, backend: str, corpus: list[dict[str, str]], queries: lis
     update, rows = timed(backend, edited, queries)
     cold()
     _, rebuilt = timed(backend, edited, queries)
-    same = [[hit["doc_id"] for hit in row] for row in rows] == [[hit["doc_id"] for hit in row] for row in rebuilt]
+    same = ranking(rows) == ranking(rebuilt)
     print(
         f"{label:<28} in process      full {full:7.2f} s  1% change {update:7.2f} s  ratio {update / full:5.2f}  same ranking {same}"
     )
@@ -109,9 +115,12 @@ def measure(label: str, backend: str, corpus: list[dict[str, str]], queries: lis
         full_file = Path(folder) / "full.json"
         full_file.write_text(json.dumps(corpus), encoding="utf-8")
         with tempfile.TemporaryDirectory() as empty:
-            first = second_process(backend, full_file, queries, empty)
-        again = second_process(backend, corpus_file, queries, folder)
-    print(f"{label:<28} from index_dir  full {first:7.2f} s  1% change {again:7.2f} s  ratio {again / first:5.2f}")
+            first, _ = second_process(backend, full_file, queries, empty)
+        again, stored_rows = second_process(backend, corpus_file, queries, folder)
+    same = stored_rows == ranking(rebuilt)
+    print(
+        f"{label:<28} from index_dir  full {first:7.2f} s  1% change {again:7.2f} s  ratio {again / first:5.2f}  same ranking {same}"
+    )
 
 
 def main() -> int:

@@ -37,7 +37,9 @@ def counts_of(documents: list[list[int]], vocabulary_size: int) -> TermCountArra
 def test_the_arrays_are_bm25s_own(documents: list[list[int]], method: str, k1: float, b: float) -> None:
     vocabulary = {"": 0, **{f"t{term}": term for term in range(1, 13)}}
     raw = bm25s.BM25(k1=k1, b=b, method=method)
-    raw.index(bm25s.tokenization.Tokenized(ids=[ids or [0] for ids in documents], vocab=vocabulary), show_progress=False)
+    raw.index(
+        bm25s.tokenization.Tokenized(ids=[ids or [0] for ids in documents], vocab=vocabulary), show_progress=False
+    )
     ours = bm25_scores(counts_of(documents, len(vocabulary)), method, k1, b)
     assert np.array_equal(ours.indptr, raw.scores["indptr"])
     assert np.array_equal(ours.indices, raw.scores["indices"])

@@ -31,8 +31,8 @@ from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
 from rag_integration.core.indexes import store as index_store
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexCache, IndexKey
 from rag_integration.core.indexes.embedding_memo import EMBEDDINGS_FOLDER
-from rag_integration.core.indexes.term_counts import ANALYSIS_FOLDER, ANALYSIS_MEMO
 from rag_integration.core.indexes.store import MANIFEST_FILE, POINTER_FILE, StoreClaim, current_version, write_store
+from rag_integration.core.indexes.term_counts import ANALYSIS_FOLDER, ANALYSIS_MEMO
 from rag_integration.feature_groups.connectors.retrieve import (
     Bm25sRetriever,
     FaissDenseRetriever,

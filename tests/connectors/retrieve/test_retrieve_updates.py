@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from rag_integration.core.indexes.cache import INDEX_CACHE
 from rag_integration.core.indexes.embedding_memo import EMBEDDING_MEMO
+from rag_integration.core.indexes.term_counts import ANALYSIS_MEMO
 from rag_integration.feature_groups.connectors.retrieve import (
     Bm25sRetriever,
     FaissDenseRetriever,
@@ -38,6 +39,7 @@ WORDS = [
 ]
 BACKENDS: list[tuple[type[Any], dict[str, Any]]] = [
     (Bm25sRetriever, {}),
+    (Bm25sRetriever, {"bm25_method": "bm25+", "stemmer": False}),
     (TfidfRetriever, {}),
     (FaissDenseRetriever, {"embedding_model": "hash"}),
     (HybridRrfRetriever, {"embedding_model": "hash"}),
@@ -59,6 +61,12 @@ def apply(corpus: list[dict[str, str]], edits: list[tuple[str, int, str]], step:
             position = at % len(changed)
             changed[position] = {**changed[position], "text": words}
     return changed
+
+
+def forget() -> None:
+    INDEX_CACHE.clear()
+    EMBEDDING_MEMO.clear()
+    ANALYSIS_MEMO.clear()
 
 
 def ranked(connector: type[Any], extra: dict[str, Any], corpus: list[dict[str, str]], folder: Path | None) -> Any:
@@ -84,17 +92,14 @@ def test_every_version_of_a_changing_corpus_ranks_as_a_cold_build(
     cold = []
     for corpus in versions:
         for connector, extra in BACKENDS:
-            INDEX_CACHE.clear()
-            EMBEDDING_MEMO.clear()
+            forget()
             cold.append(ranked(connector, extra, corpus, None))
-    INDEX_CACHE.clear()
-    EMBEDDING_MEMO.clear()
+    forget()
     warm = [
         ranked(connector, extra, corpus, folder)  # the cache, the memo and index_dir hold the earlier versions
         for corpus in versions
         for connector, extra in BACKENDS
     ]
     assert warm == cold
-    EMBEDDING_MEMO.clear()  # a later process: only index_dir remembers
-    INDEX_CACHE.clear()
+    forget()  # a later process: only index_dir remembers
     assert [ranked(connector, extra, versions[-1], folder) for connector, extra in BACKENDS] == cold[-len(BACKENDS) :]

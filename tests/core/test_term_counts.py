@@ -1,0 +1,76 @@
+"""The analysed corpus an update starts from: a changed corpus analyses only its new texts, and what it keeps is
+exactly what analysing it from scratch gives (the same terms for every document, the same languages, a vocabulary
+of exactly the terms some document holds), in memory and read back from a folder by a fresh memo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rag_integration import Corpus
+from rag_integration.core.indexes.term_counts import AnalysedCorpus, AnalysisMemo, AnalysisSettings
+
+WORDS = ["the", "cat", "cats", "engine", "oil", "Haus", "Häuser", "und", "der", "月亮", "潮汐", "مرحبا", "नमस्ते"]
+text = st.lists(st.sampled_from(WORDS), max_size=8).map(" ".join)
+SETTINGS = [AnalysisSettings("auto", True), AnalysisSettings("de", False)]
+
+
+def corpus_of(texts: list[str]) -> Corpus:
+    return Corpus([{"doc_id": f"d{position}", "text": words} for position, words in enumerate(texts)])
+
+
+def terms_by_document(analysed: AnalysedCorpus) -> list[list[tuple[str, int]]]:
+    term_of = {term_id: term for term, term_id in analysed.vocabulary.items()}
+    counts = analysed.counts
+    return [
+        sorted(
+            (term_of[int(counts.terms[entry])], int(counts.counts[entry]))
+            for entry in range(int(counts.indptr[row]), int(counts.indptr[row + 1]))
+        )
+        for row in range(counts.document_count)
+    ]
+
+
+def same(updated: AnalysedCorpus, fresh: AnalysedCorpus) -> None:
+    assert terms_by_document(updated) == terms_by_document(fresh)
+    assert set(updated.vocabulary) == set(fresh.vocabulary)
+    assert sorted(updated.vocabulary.values()) == list(range(len(updated.vocabulary)))
+    assert updated.languages == fresh.languages
+    assert updated.digests == fresh.digests
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(versions=st.lists(st.lists(text, max_size=10), min_size=2, max_size=4), which=st.sampled_from(SETTINGS))
+def test_each_version_is_analysed_as_from_scratch_and_only_new_texts_are_read(
+    tmp_path_factory: Any, versions: list[list[str]], which: AnalysisSettings
+) -> None:
+    folder: Path = tmp_path_factory.mktemp("index")
+    memo = AnalysisMemo()
+    previous: AnalysedCorpus | None = None
+    for number, texts in enumerate(versions):
+        before = memo.stats.analysed
+        updated = memo.analyse(corpus_of(texts), which, folder)
+        same(updated, AnalysisMemo().analyse(corpus_of(texts), which))
+        read = memo.stats.analysed - before
+        if previous is not None and updated.placement == previous.placement:  # only texts the last version lacked
+            assert read == sum(1 for words in texts if words not in versions[number - 1])
+        previous = updated
+    reread = AnalysisMemo()  # a later process: only the folder remembers
+    last = reread.analyse(corpus_of(versions[-1]), which, folder)
+    same(last, AnalysisMemo().analyse(corpus_of(versions[-1]), which))
+    assert reread.stats.analysed == 0
+
+
+def test_a_large_corpus_changed_by_one_percent_reads_one_percent() -> None:
+    texts = [f"document {number} tells of the cat and engine oil number {number % 97}" for number in range(2_000)]
+    memo = AnalysisMemo()
+    memo.analyse(corpus_of(texts), SETTINGS[0])
+    changed = [*texts[10:], *[f"a new page {number} about the moon" for number in range(10)]]
+    changed[:10] = [f"{text} revised" for text in changed[:10]]
+    before = memo.stats.analysed
+    updated = memo.analyse(corpus_of(changed), SETTINGS[0])
+    assert memo.stats.analysed - before == 20
+    same(updated, AnalysisMemo().analyse(corpus_of(changed), SETTINGS[0]))
