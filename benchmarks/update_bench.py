@@ -22,9 +22,7 @@ from typing import Any
 from _common import synthetic_corpus
 
 from rag_integration import Corpus
-from rag_integration.core.indexes.cache import INDEX_CACHE
-from rag_integration.core.indexes.embedding_memo import EMBEDDING_MEMO
-from rag_integration.core.indexes.term_counts import ANALYSIS_MEMO
+from rag_integration.core.indexes.memory import forget_built
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever, FaissDenseRetriever
 from rag_integration.testing.runner import run_feature
 
@@ -66,9 +64,7 @@ def warm_up(backend: str) -> None:
 
 
 def cold() -> None:
-    INDEX_CACHE.clear()
-    EMBEDDING_MEMO.clear()
-    ANALYSIS_MEMO.clear()
+    forget_built()
 
 
 def ranking(rows: Any) -> list[list[str]]:

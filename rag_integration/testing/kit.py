@@ -21,7 +21,7 @@ from rag_integration.core.errors import (
     InvalidOptionError,
     UnknownOptionError,
 )
-from rag_integration.core.indexes.cache import INDEX_CACHE
+from rag_integration.core.indexes.memory import forget_built
 from rag_integration.testing.runner import run_feature, run_in_fresh_process
 
 ROWS_FEATURE = "kit_item_rows"
@@ -295,7 +295,7 @@ class ContractKit:
 
     @pytest.fixture(autouse=True)
     def _fresh_index_cache(self) -> None:
-        INDEX_CACHE.clear()
+        forget_built()
 
     def test_row_shape_and_types(self) -> None:
         request = self.sample_request()
@@ -364,7 +364,7 @@ class ContractKit:
     def test_deterministic_across_runs(self) -> None:
         request = self.batch_request()
         first = self.run(**request)
-        INDEX_CACHE.clear()
+        forget_built()
         assert self.run(**request) == first
 
     def test_same_answers_in_a_fresh_process(self) -> None:

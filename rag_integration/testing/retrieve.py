@@ -19,6 +19,7 @@ import pytest
 from rag_integration.core.documents.corpus import Corpus
 from rag_integration.core.errors import ConnectorError
 from rag_integration.core.indexes.cache import INDEX_CACHE
+from rag_integration.core.indexes.memory import forget_built
 from rag_integration.core.indexes.store import intact_claim
 from rag_integration.feature_groups.rag_pipeline import STAGES, VectorStoreRetriever
 from rag_integration.testing.kit import ContractKit, assert_ranked_passages, document_texts, kit_rows_feature
@@ -166,7 +167,7 @@ class RetrieveContractTests(ContractKit):
     def test_index_dir_persists_and_reloads(self, tmp_path: Path) -> None:
         first = self.retrieve(query_text=["cat", "engine oil"], corpus=CORPUS, index_dir=str(tmp_path))
         assert any(tmp_path.iterdir())
-        INDEX_CACHE.clear()
+        forget_built()
         second = self.retrieve(query_text=["cat", "engine oil"], corpus=CORPUS, index_dir=str(tmp_path))
         assert second == first
         assert INDEX_CACHE.stats.builds == 0 and INDEX_CACHE.stats.loads >= 1
