@@ -26,10 +26,13 @@ from dataclasses import dataclass
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import GroundingError, short_repr
 from rag_integration.core.text.lexical import lexical_scores
+from rag_integration.core.text.questions import answer_kind, holds_answer_kind
 from rag_integration.core.text.sentences import ends_clause, sentence_spans, sentences, split_sentences, starts_clause
 from rag_integration.core.text.words import content_words
 
 MARKER = re.compile(r"\[(\d+)\]")
+ANSWER_KIND_WEIGHT = 1.5
+"""A sentence showing the kind of answer its question asks for (a number for "how many") counts this much more."""
 _MARKER_LIKE = re.compile(r"(?<!\s)\s*+\[\d++\]")
 """A marker-like ``[n]`` with the whitespace before it; a match starts only where a whitespace run starts, so a long
 run not followed by a marker is scanned once, not once per position (the same matches as without that condition)."""
@@ -192,8 +195,12 @@ def quotable_sentences(query: str, texts: Sequence[str]) -> list[QuotableSentenc
             context = "" if sentence.heading is None else stripped[sentence.heading[0] : sentence.heading[1]] + "\n"
             found.append((source, index, quoted, context + quoted))
     scores = lexical_scores(query, [scored for _, _, _, scored in found])
+    kind = answer_kind(query)
     ranked = [
-        QuotableSentence(source, index, quoted, score) for (source, index, quoted, _), score in zip(found, scores)
+        QuotableSentence(
+            source, index, quoted, score * ANSWER_KIND_WEIGHT if holds_answer_kind(quoted, kind) else score
+        )
+        for (source, index, quoted, _), score in zip(found, scores)
     ]
     return sorted(ranked, key=lambda sentence: (-sentence.score, sentence.source, sentence.index))
 
