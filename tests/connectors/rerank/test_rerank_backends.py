@@ -82,7 +82,12 @@ def test_lexical_scores_follow_bm25_idf() -> None:
     ]
     rows = run_feature(
         "reranked_passages",
-        {"rerank_backend": "lexical", "query_text": "zeppelin oil", "candidates": candidates},
+        {
+            "rerank_backend": "lexical",
+            "query_text": "zeppelin oil",
+            "candidates": candidates,
+            "lexical_input_weight": 0,
+        },
         {LexicalReranker},
     )
     assert rows[0][0]["doc_id"] == "rare"  # the rare word outweighs repeating the word every candidate holds
