@@ -8,6 +8,8 @@ stderr; ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -214,12 +216,21 @@ def search(
     chunker: Annotated[str, typer.Option(help="chunking for --files: sentence, paragraph, fixed or none")] = "none",
     top_k: Annotated[int, typer.Option(min=1, help="passages per query")] = 5,
     embedding_model: Annotated[
-        str, typer.Option(help="with --index-dir: the model the store was built with ('minilm' or 'hash')")
+        str,
+        typer.Option(
+            help="the embedding model: with --index-dir the one the store was built with ('minilm' or 'hash')"
+        ),
     ] = "minilm",
     as_json: Annotated[bool, typer.Option("--json", help="print the passages as JSON")] = False,
     progress: Annotated[bool, typer.Option(help="draw progress bars on stderr")] = True,
+    cache: Annotated[
+        bool,
+        typer.Option(help="with --files: keep indexes, embeddings and analysed text in the user cache folder"),
+    ] = True,
 ) -> int:
-    """Search a persisted index (--index-dir) or files (--files) with one batched request for all queries."""
+    """Search a persisted index (--index-dir) or files (--files) with one batched request for all queries. With
+    --files, what one search embedded and analysed is kept in the user cache folder, so the next search over the
+    same (or a slightly changed) folder embeds and analyses only what is new."""
     from rag_integration.evaluation.run import backend_class
     from rag_integration.feature_groups.rag_pipeline import STAGES, VectorStoreRetriever
 
@@ -237,9 +248,15 @@ def search(
             raise typer.BadParameter(str(error), param_hint="--backend") from error
         source = "docs__chunked" if chunker != "none" else "docs"
         options |= _file_options(files or [], chunker) | {"retrieve_backend": backend, "corpus_source": source}
+        if cache:
+            options["index_dir"] = str(files_cache_dir())
+        if "embedding_model" in retriever.declared_options():
+            options["embedding_model"] = embedding_model
         groups = {*STAGES, retriever}
     with progress_display(progress and not as_json):
         rankings = _run_feature("retrieved_passages", options, groups, progress and not as_json)
+    if index_dir is None and cache:
+        prune_stores(files_cache_dir(), keep=FILES_CACHE_STORES)
     if as_json:
         print(json.dumps([{"query": text, "passages": ranking} for text, ranking in zip(query, rankings)], indent=2))
         return 0
@@ -256,6 +273,17 @@ def search(
     ]
     print_table(["query", "rank", "doc_id", "score", "text"], rows)
     return 0
+
+
+FILES_CACHE_STORES = 8
+"""Indexes of searched folders kept in the user cache; the embeddings and analysed text they share stay."""
+
+
+def files_cache_dir() -> Path:
+    """Where ``search --files`` keeps what it built: ``files/`` under the evaluation's cache folder."""
+    from rag_integration.evaluation.run import default_index_dir
+
+    return default_index_dir().parent / "files"
 
 
 def _file_options(paths: Sequence[Path], chunker: str) -> dict[str, Any]:
@@ -277,6 +305,21 @@ def _run_feature(name: str, options: dict[str, Any], groups: set[type[Any]], pro
         plugin_collector=PluginCollector.enabled_feature_groups(groups),
     )
     return next(frame_column(frame, name) for frame in result if name in frame)
+
+
+def prune_stores(folder: Path, keep: int) -> None:
+    """Remove all but the ``keep`` most recently written index stores of ``folder`` (folders ``<backend>-<hash>``
+    beside ``embeddings/`` and ``analysis/``, which every index reuses)."""
+    try:
+        stores = [entry for entry in folder.iterdir() if entry.is_dir() and STORE_NAME.fullmatch(entry.name)]
+    except OSError:
+        return
+    stores.sort(key=lambda entry: (entry.stat().st_mtime, entry.name), reverse=True)
+    for stale in stores[keep:]:
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+STORE_NAME = re.compile(r"[a-z0-9_]+-[0-9a-f]{20}")
 
 
 def _snippet(text: str, width: int = 70) -> str:

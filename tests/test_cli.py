@@ -185,3 +185,36 @@ def test_index_on_a_changed_folder_reports_the_change_and_embeds_only_it(tmp_pat
     second = RUNNER.invoke(app, arguments)
     assert second.exit_code == 0, second.output
     assert "1 added, 1 changed, 1 removed, 1 unchanged; 2 embedded" in second.stdout
+
+
+def test_search_files_embeds_only_what_changed_since_the_last_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``search --files`` keeps what it embedded in the user cache folder: a later process searching the same folder
+    embeds nothing, and after an edit only the edited file; at most FILES_CACHE_STORES indexes stay."""
+    from rag_integration.cli import FILES_CACHE_STORES, files_cache_dir
+    from rag_integration.core.indexes.embedders import get_embedder
+    from rag_integration.core.indexes.memory import forget_built
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("oil", "tide", "cat"):
+        (docs / f"{name}.md").write_text(f"A paragraph about the {name}.")
+    arguments = ["search", "tide", "--files", str(docs), "--backend", "faiss", "--json", "--no-progress"]
+    embedder = get_embedder("hash")
+    answers = []
+    for edit in (None, None, "The moon pulls the tide twice a day."):
+        if edit is not None:
+            (docs / "tide.md").write_text(edit)
+        forget_built()  # each search as a new process: only the cache folder remembers
+        before = embedder.texts_embedded
+        result = RUNNER.invoke(app, [*arguments, "--embedding-model", "hash"])
+        assert result.exit_code == 0, result.output
+        answers.append((json.loads(result.stdout)[0]["passages"][0]["doc_id"], embedder.texts_embedded - before))
+    assert [embedded for _, embedded in answers] == [3 + 1, 0 + 1, 1 + 1]  # the files, and the query each time
+    assert all(doc_id.endswith("tide.md") for doc_id, _ in answers)
+    assert (files_cache_dir() / "embeddings").is_dir()
+    assert (
+        len([entry for entry in files_cache_dir().iterdir() if entry.name.startswith("faiss-")]) <= FILES_CACHE_STORES
+    )
