@@ -81,7 +81,11 @@ def main() -> int:
             held = sum(holds(row["answer"], query["answers"]) for row, query in zip(rows, queries, strict=True))
             words = sum(len(MARKER.sub("", row["answer"]).split()) for row in rows) / len(rows)
             bound = sum(
-                any(holds(sentence, query["answers"]) for passage in found for sentence in split_sentences(passage["text"]))
+                any(
+                    holds(sentence, query["answers"])
+                    for passage in found
+                    for sentence in split_sentences(passage["text"])
+                )
                 for found, query in zip(passages, queries, strict=True)
             )
             print(

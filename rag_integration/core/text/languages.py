@@ -144,6 +144,7 @@ class LanguagePlacer:
         least = max(2, math.ceil(SAMPLE_LANGUAGE_SHARE * len(sample)))
         others = sorted(code for code in counts if code != self.main and counts[code] >= least)
         self.order = [self.main, *others] if placed else []
+        self.stopwords = {code: stopwords_of(code) for code in self.order}
         self.voters = _stopword_voters()
 
     def place(self, text: str, found: Sequence[str], unspaced: bool = False) -> str:
@@ -153,19 +154,20 @@ class LanguagePlacer:
                 return candidates[0]
             return detect_languages([text])[0] or (candidates[0] if candidates else self.main)
         voters = self.voters
-        hits = [voters[word] for word in found[:PROFILE_WORDS] if word in voters]
-        if not hits:
+        head = found[:PROFILE_WORDS]
+        voting = sum(map(voters.__contains__, head))
+        if not voting:
             if text[:DETECT_CHARS].isascii():
                 return self.main
             return detect_languages([text])[0] or self.main
-        if len(self.order) == 1 and 2 * sum(self.main in codes for codes in hits) >= len(hits):
-            return self.main  # no other language can have twice its votes
-        votes = Counter(chain.from_iterable(hits))
-        best_known = max(self.order, key=lambda code: votes[code], default=self.main)
-        outsider = min(votes, key=lambda code: (-votes[code], code))
-        known_votes = votes[best_known]
-        if outsider not in self.order and votes[outsider] >= OUTSIDER_VOTES and votes[outsider] > 2 * known_votes:
-            return detect_languages([text])[0] or best_known
+        known = [sum(map(self.stopwords[code].__contains__, head)) for code in self.order]
+        known_votes = max(known, default=0)
+        best_known = self.order[known.index(known_votes)] if self.order else self.main
+        if voting >= OUTSIDER_VOTES and voting > 2 * known_votes:  # another language may have twice the votes
+            votes = Counter(chain.from_iterable(voters[word] for word in head if word in voters))
+            outsider = min(votes, key=lambda code: (-votes[code], code))
+            if outsider not in self.order and votes[outsider] >= OUTSIDER_VOTES and votes[outsider] > 2 * known_votes:
+                return detect_languages([text])[0] or best_known
         return best_known if known_votes else self.main
 
 
