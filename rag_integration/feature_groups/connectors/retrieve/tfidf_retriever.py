@@ -14,8 +14,10 @@ import numpy as np
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.extras import require_module
+from rag_integration.core.indexes.cache import building_into
 from rag_integration.core.indexes.corpus_languages import load_corpus_languages, save_corpus_languages
 from rag_integration.core.indexes.store import load_npy, load_sparse_parts, save_npy, term_ids
+from rag_integration.core.indexes.term_counts import ANALYSIS_MEMO, EMPTY_TERM, AnalysedCorpus, AnalysisSettings
 from rag_integration.core.options import option
 from rag_integration.core.ranking.passages import AllowedMask, Hits, best_positive_hits
 from rag_integration.core.text.analysis import ANALYSIS_VERSION, LANGUAGE, analyzer_for, check_language
@@ -70,6 +72,12 @@ class TfidfRetriever(BaseRetrieveConnector[TfidfSettings, TfidfSettings, TfidfIn
 
     @classmethod
     def build_index(cls, documents: Sequence[Document], settings: TfidfSettings) -> TfidfIndex:
+        """Single terms come from the analysed corpus (``ANALYSIS_MEMO``: a changed corpus analyses only its new
+        texts); n-grams need each text's terms in order, so they are analysed afresh."""
+        if settings.ngram_max == 1:
+            return _from_counts(
+                ANALYSIS_MEMO.analyse(documents, AnalysisSettings(settings.language, True), building_into()), settings
+            )
         vectorizer = _vectorizer(settings)
         terms, languages = analyse_texts([document.text for document in documents], settings.language)
         analysed = [_with_ngrams(document_terms, settings.ngram_max) for document_terms in terms]
@@ -115,6 +123,28 @@ class TfidfRetriever(BaseRetrieveConnector[TfidfSettings, TfidfSettings, TfidfIn
         vectorizer.idf_ = idf
         matrix = sparse.csr_matrix((data, indices, indptr), shape=(len(documents), columns))
         return TfidfIndex(vectorizer, matrix, load_corpus_languages(folder, len(documents)), settings)
+
+
+def _from_counts(analysed: AnalysedCorpus, settings: TfidfSettings) -> TfidfIndex:
+    """The index scikit-learn's vectorizer would fit on these documents: columns in term order, its idf and
+    weights (``TfidfTransformer``) over the analysed corpus's counts."""
+    sparse = require_module("scipy.sparse", "tfidf", "tfidf")
+    text = require_module("sklearn.feature_extraction.text", "tfidf", "tfidf")
+    ordered = sorted(term for term in analysed.vocabulary if term != EMPTY_TERM)
+    vocabulary = {term: column for column, term in enumerate(ordered)} or {"\0": 0}
+    column_of = np.zeros(len(analysed.vocabulary), dtype=np.int64)
+    for term, term_id in analysed.vocabulary.items():
+        column_of[term_id] = vocabulary.get(term, 0)
+    counts = analysed.counts
+    matrix = sparse.csr_matrix(
+        (counts.counts.astype(np.float64), column_of[counts.terms], counts.indptr),
+        shape=(counts.document_count, len(vocabulary)),
+    )
+    matrix.sort_indices()
+    transformer = text.TfidfTransformer(sublinear_tf=settings.sublinear_tf).fit(matrix)
+    vectorizer = _vectorizer(settings, vocabulary=vocabulary)
+    vectorizer.idf_ = transformer.idf_
+    return TfidfIndex(vectorizer, transformer.transform(matrix).tocsr(), analysed.languages, settings)
 
 
 def _vectorizer(settings: TfidfSettings, vocabulary: Mapping[str, int] | None = None) -> Any:
