@@ -13,10 +13,14 @@ from rag_integration.testing.runner import run_feature
 CORPUS = [
     {"doc_id": "muenchen", "text": "München hat rund anderthalb Millionen Einwohner und liegt an der Isar."},
     {"doc_id": "motor", "text": "Der Motor braucht alle zehntausend Kilometer frisches Öl."},
-    {"doc_id": "beijing", "text": "北京是中华人民共和国的首都，也是政治和文化中心。"},
+    {"doc_id": "beijing", "text": "北京是中华人民共和国的首都\uff0c也是政治和文化中心。"},
     {"doc_id": "tide", "text": "The moon pulls the sea, and the tide rises twice a day."},
 ]
-QUESTIONS = ["Wie viele Menschen leben in der bayerischen Landeshauptstadt?", "中国的首都是哪座城市？", "Why do tides happen?"]
+QUESTIONS = [
+    "Wie viele Menschen leben in der bayerischen Landeshauptstadt?",
+    "中国的首都是哪座城市\uff1f",
+    "Why do tides happen?",
+]
 
 
 def test_the_packaged_model_is_pinned_and_asymmetric() -> None:
