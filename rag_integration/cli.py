@@ -227,6 +227,9 @@ def search(
         bool,
         typer.Option(help="with --files: keep indexes, embeddings and analysed text in the user cache folder"),
     ] = True,
+    rerank: Annotated[
+        str | None, typer.Option(help="rerank backend applied to the retrieved passages ('lexical', 'flashrank')")
+    ] = None,
 ) -> int:
     """Search a persisted index (--index-dir) or files (--files) with one batched request for all queries. With
     --files, what one search embedded and analysed is kept in the user cache folder, so the next search over the
@@ -253,8 +256,15 @@ def search(
         if "embedding_model" in retriever.declared_options():
             options["embedding_model"] = embedding_model
         groups = {*STAGES, retriever}
+    feature = "retrieved_passages"
+    if rerank is not None:
+        try:
+            groups.add(backend_class("rerank", "--rerank", rerank))
+        except ConnectorError as error:
+            raise typer.BadParameter(str(error), param_hint="--rerank") from error
+        feature, options = _reranked(options, rerank, top_k)
     with progress_display(progress and not as_json):
-        rankings = _run_feature("retrieved_passages", options, groups, progress and not as_json)
+        rankings = _run_feature(feature, options, groups, progress and not as_json)
     if index_dir is None and cache:
         prune_stores(files_cache_dir(), keep=FILES_CACHE_STORES)
     if as_json:
@@ -273,6 +283,24 @@ def search(
     ]
     print_table(["query", "rank", "doc_id", "score", "text"], rows)
     return 0
+
+
+RERANK_DEPTH = 100
+"""How many passages ``search --rerank`` retrieves for the reranker to order."""
+
+
+def _reranked(options: dict[str, Any], rerank: str, top_k: int) -> tuple[str, dict[str, Any]]:
+    """The reranking feature over the retrieval ``options`` ask for, retrieving ``RERANK_DEPTH`` candidates."""
+    from mloda.user import Feature, Options
+
+    retrieve = Feature("retrieved_passages", options=Options(context={**options, "top_k": max(top_k, RERANK_DEPTH)}))
+    rerank_options = {
+        "rerank_backend": rerank,
+        "query_text": options["query_text"],
+        "candidates_source": retrieve,
+        "top_k": top_k,
+    }
+    return "reranked_passages", rerank_options
 
 
 FILES_CACHE_STORES = 8

@@ -218,3 +218,21 @@ def test_search_files_embeds_only_what_changed_since_the_last_search(
     assert (
         len([entry for entry in files_cache_dir().iterdir() if entry.name.startswith("faiss-")]) <= FILES_CACHE_STORES
     )
+
+
+def test_search_reranks_when_asked(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in {
+        "oil": "Change the engine oil yearly.",
+        "tide": "The moon pulls the tide.",
+        "cat": "Cats purr.",
+    }.items():
+        (docs / f"{name}.md").write_text(text)
+    arguments = ["search", "engine oil", "--files", str(docs), "--rerank", "lexical", "--top-k", "2", "--json"]
+    result = RUNNER.invoke(app, [*arguments, "--no-progress", "--no-cache"])
+    assert result.exit_code == 0, result.output
+    [answer] = json.loads(result.stdout)
+    assert answer["passages"][0]["doc_id"].endswith("oil.md") and len(answer["passages"]) <= 2
+    refused = RUNNER.invoke(app, ["search", "oil", "--files", str(docs), "--rerank", "nope", "--no-progress"])
+    assert refused.exit_code == 2 and "lexical" in refused.output
