@@ -25,10 +25,11 @@ from dataclasses import dataclass
 
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import GroundingError, short_repr
+from rag_integration.core.text.analysis import UNDETERMINED, analyzer_for, has_unspaced
 from rag_integration.core.text.lexical import lexical_scores
 from rag_integration.core.text.questions import answer_kind, holds_answer_kind
 from rag_integration.core.text.sentences import ends_clause, sentence_spans, sentences, split_sentences, starts_clause
-from rag_integration.core.text.words import content_words
+from rag_integration.core.text.words import ENGLISH_STOPWORDS, content_words
 
 MARKER = re.compile(r"\[(\d+)\]")
 ANSWER_KIND_WEIGHT = 1.5
@@ -341,8 +342,11 @@ def negated(text: str) -> bool:
 
 
 def claim_terms(text: str) -> set[str]:
-    """What a sentence states: its content words (lower-cased, stopwords removed) and its numbers as written."""
-    return set(content_words(text)) | set(_NUMBER.findall(text))
+    """What a sentence states: its content words (lower-cased, English stopwords removed) and its numbers as written.
+    A script written without spaces counts its character pairs (the core's analysis), as words are not marked in
+    it: a Chinese claim is then found in its source sentence at all, and a spaced one exactly as before."""
+    words = analyzer_for(UNDETERMINED).terms(text) if has_unspaced(text) else content_words(text)
+    return {word for word in words if word not in ENGLISH_STOPWORDS} | set(_NUMBER.findall(text))
 
 
 def support_score(claim: str, sources: Sequence[str], similarity: Callable[[str, str], float] | None = None) -> float:

@@ -336,3 +336,12 @@ def test_minilm_support_model_credits_a_paraphrase_with_synonyms() -> None:
     assert row["citations"] == ["safety"] and row["unsupported"] == []
     with pytest.raises(GroundingError, match="below support_threshold"):  # no term of its polarity: at most 0.5
         answer("Mix bleach and ammonia [1].", support_model="minilm", support_threshold=0.35)
+
+
+def test_a_claim_in_a_script_without_spaces_is_checked_by_its_character_pairs() -> None:
+    """A Chinese sentence is one run of word characters: compared whole, a paraphrase of its source would find
+    nothing; by character pairs it is supported by its source and not by another passage."""
+    source = ["北京是中华人民共和国的首都,也是政治和文化中心。", "上海是中国最大的港口城市。"]
+    assert support_score("北京是中国的首都", source[:1]) >= 0.8
+    assert support_score("北京是中国的首都", source[1:]) < 0.4
+    assert support_score("Mix bleach and ammonia", ["Never mix bleach and ammonia."]) == 0.0  # polarity as before
