@@ -160,7 +160,7 @@ def _cell(value: object) -> str:
 
 @app.command()
 def index(
-    paths: Annotated[list[Path], typer.Argument(help="files, folders or globs (.txt, .md, .jsonl, .csv)")],
+    paths: Annotated[list[Path], typer.Argument(help="files, folders or globs (.txt, .md, .rst, .html, .jsonl, .csv)")],
     index_dir: Annotated[Path, typer.Option(help="folder the store is written to")],
     embedding_model: Annotated[str, typer.Option(help="'minilm' (default) or 'hash'")] = "minilm",
     chunker: Annotated[str, typer.Option(help="'sentence', 'paragraph', 'fixed' or 'none'")] = "sentence",

@@ -367,3 +367,21 @@ def test_a_ragged_csv_row_names_file_and_line(tmp_path: Path) -> None:
     (tmp_path / "ragged.csv").write_text("doc_id,text\n1,hello world,extra\n", encoding="utf-8")
     with pytest.raises(InvalidOptionError, match=r"ragged\.csv:2"):
         stage("docs", document_source="files", paths=str(tmp_path))
+
+
+def test_rst_and_html_files_are_read_and_a_byte_order_mark_is_not_text(tmp_path: Path) -> None:
+    (tmp_path / "guide.rst").write_text("Oil\n===\n\nChange the engine oil yearly.\n", encoding="utf-8")
+    page = (
+        "<html><head><title>Tides &amp; moons</title><style>p {color: red}</style>"
+        "<script>var secret = 1;</script></head><body><h1>Tides</h1><p>The moon pulls the&nbsp;sea.</p>"
+        "<ul><li>twice a day</li><li>every day</li></ul><noscript>enable scripts</noscript></body></html>"
+    )
+    (tmp_path / "tides.html").write_text(page, encoding="utf-8")
+    (tmp_path / "bom.txt").write_bytes("\ufeffA text with a byte-order mark.".encode())
+    (tmp_path / "rows.csv").write_bytes("\ufeffdoc_id,text\nr1,Lava flows.\n".encode())
+    rows = {row["doc_id"]: row for row in stage("docs", document_source="files", paths=str(tmp_path))}
+    assert rows["guide.rst"]["text"].startswith("Oil\n===")
+    assert rows["tides.html"]["text"] == "Tides\n\nThe moon pulls the sea.\n\ntwice a day\n\nevery day"
+    assert rows["tides.html"]["title"] == "Tides & moons"
+    assert rows["bom.txt"]["text"] == "A text with a byte-order mark."
+    assert rows["r1"]["text"] == "Lava flows."

@@ -1,4 +1,5 @@
-"""Documents read from files: a folder, a file or a glob of ``.txt``, ``.md``, ``.jsonl`` and ``.csv``."""
+"""Documents read from files: a folder, a file or a glob of ``.txt``, ``.md``, ``.rst``, ``.html``, ``.jsonl`` and
+``.csv``."""
 
 from __future__ import annotations
 
@@ -16,11 +17,14 @@ from rag_integration.core.documents.files import (
     find_files,
     read_file_bytes,
 )
+from rag_integration.core.documents.html_text import html_text
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.options import OptionReader, option, read_options
 from rag_integration.feature_groups.rag_pipeline.documents.base import BaseDocumentSource
 
-SUFFIXES = (".txt", ".md", ".jsonl", ".csv")
+SUFFIXES = (".txt", ".md", ".rst", ".html", ".htm", ".jsonl", ".csv")
+HTML_SUFFIXES = (".html", ".htm")
+UTF8_NAMES = frozenset({"utf-8", "utf8", "utf_8"})
 MAX_JSON_NESTING = 64
 """How deeply a JSONL record may nest: deeper is refused before it can exhaust the parser's recursion."""
 
@@ -50,7 +54,8 @@ class FileSourceSettings:
 
 
 class FileDocumentSource(BaseDocumentSource):
-    """``document_source="files"``: ``paths`` (str or list); a .txt/.md file is one document, a .jsonl line or a
+    """``document_source="files"``: ``paths`` (str or list); a .txt/.md/.rst file is one document, an .html page one
+    document of its visible text with its ``title``, a .jsonl line or a
     .csv row is one document (``text_field``, ``id_field``); every document records its file in ``source``.
     Folders are untrusted (``core.documents.files``): ``follow_symlinks`` (default False) and ``max_file_bytes`` bound them."""
 
@@ -73,8 +78,11 @@ class FileDocumentSource(BaseDocumentSource):
 
 def _read_file(found: FoundFile, data: bytes, settings: FileSourceSettings) -> list[dict[str, Any]]:
     file = found.shown
+    encoding = (
+        "utf-8-sig" if settings.encoding.lower() in UTF8_NAMES else settings.encoding
+    )  # a leading BOM is not text
     try:
-        content = data.decode(settings.encoding)
+        content = data.decode(encoding)
     except UnicodeDecodeError as error:
         raise InvalidOptionError(
             "paths", str(file), f"text in {settings.encoding} (byte {error.start}: {error.reason})"
@@ -86,6 +94,9 @@ def _read_file(found: FoundFile, data: bytes, settings: FileSourceSettings) -> l
         records = _jsonl_records(content, file)
     elif suffix == ".csv":
         records = _csv_records(content, file)
+    elif suffix in HTML_SUFFIXES:
+        page = html_text(content)
+        return [{"doc_id": found.name, "text": page.text, "source": str(file), "title": page.title}]
     else:
         return [{"doc_id": found.name, "text": content, "source": str(file)}]
     return [
