@@ -52,6 +52,7 @@ def test_the_sentence_chunker_splits_a_ten_megabyte_document(big_text: str) -> N
         "documents": [{"doc_id": "big", "text": big_text}],
         "chunker": "sentence",
         "sentences_per_chunk": 1000,
+        "max_chars": 100_000,  # a chunk of 1,000 sentences is about 67,000 characters
     }
     rows = run_feature("docs__chunked", options, set(STAGES))
     assert len(rows) == (SENTENCES + 1 + 999) // 1000

@@ -6,8 +6,17 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Generic
 
 from rag_integration.core.documents.corpus import Document
-from rag_integration.core.options import OptionReader, SettingsT
+from rag_integration.core.options import OptionReader, OptionSpec, SettingsT, option_keys
 from rag_integration.feature_groups.rag_pipeline.base import StageFeatureGroup, document_row
+
+MAX_CHARS: OptionSpec[int] = OptionSpec(
+    "max_chars",
+    "integer",
+    "the longest chunk any chunker makes: a longer one (a sentence or paragraph without end) is cut at its last "
+    "space before the limit, or at the limit",
+    default=4000,
+    minimum=16,
+)
 
 
 class BaseChunker(StageFeatureGroup, Generic[SettingsT]):
@@ -17,14 +26,17 @@ class BaseChunker(StageFeatureGroup, Generic[SettingsT]):
     FEATURE_NAME: ClassVar[str] = "<source>__chunked"
     SELECTOR: ClassVar[str] = "chunker"
     SUFFIX: ClassVar[str] = "__chunked"
+    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(MAX_CHARS)
 
     @classmethod
     def transform(cls, documents: Sequence[Document], reader: OptionReader) -> list[dict[str, Any]]:
         settings = cls.read_settings(reader)
+        limit = MAX_CHARS.read(reader)
         rows = []
         for document in documents:
             source = document.metadata.get("source", document.doc_id)
-            for index, chunk in enumerate(cls.split(document.text, settings)):
+            pieces = (piece for chunk in cls.split(document.text, settings) for piece in capped(chunk, limit))
+            for index, chunk in enumerate(pieces):
                 metadata = {**document.metadata, "source": source, "parent_id": document.doc_id, "chunk_index": index}
                 rows.append(document_row(f"{document.doc_id}#{index}", chunk, metadata))
         return rows
@@ -50,3 +62,18 @@ def group_spans(spans: Sequence[tuple[int, int]], size: int, overlap: int, text:
         if start + size >= len(spans):
             break
     return [chunk for chunk in chunks if chunk]
+
+
+def capped(chunk: str, limit: int) -> list[str]:
+    """``chunk`` cut into pieces of at most ``limit`` characters, at the last whitespace in the second half of a
+    piece when there is one; each piece stripped, none empty."""
+    pieces = []
+    start = 0
+    while len(chunk) - start > limit:
+        end = start + limit
+        cut = max(chunk.rfind(" ", start + limit // 2, end + 1), chunk.rfind("\n", start + limit // 2, end + 1))
+        end = cut if cut > start else end
+        pieces.append(chunk[start:end])
+        start = end
+    pieces.append(chunk[start:])
+    return [piece.strip() for piece in pieces if piece.strip()]
