@@ -54,6 +54,8 @@ RETRIEVERS: list[tuple[type[Any], dict[str, Any]]] = [
     (FaissDenseRetriever, {"embedding_model": "hash", "faiss_index": "ivf"}),
     (HybridRrfRetriever, {"embedding_model": "hash"}),
 ]
+STORING_RETRIEVERS = [(connector, extra) for connector, extra in RETRIEVERS if connector.STORES_INDEX]
+"""bm25s keeps only its analysed corpus in ``index_dir`` (tested below and by the kit), not its index."""
 
 
 @pytest.fixture(autouse=True)
@@ -207,7 +209,9 @@ def test_a_broken_analysed_corpus_is_ignored_and_the_update_ranks_as_a_fresh_bui
     assert ANALYSIS_MEMO.stats.analysed >= 1
 
 
-@pytest.mark.parametrize(("connector", "extra"), RETRIEVERS, ids=lambda v: getattr(v, "BACKEND", None) or str(v))
+@pytest.mark.parametrize(
+    ("connector", "extra"), STORING_RETRIEVERS, ids=lambda v: getattr(v, "BACKEND", None) or str(v)
+)
 @pytest.mark.parametrize("breakage", BREAKAGES, ids=lambda f: f.__name__)
 def test_a_broken_retrieve_index_is_rebuilt_and_rewritten(
     tmp_path: Path,
@@ -233,12 +237,24 @@ def test_a_broken_retrieve_index_is_rebuilt_and_rewritten(
 
 
 def test_a_stored_index_loads_without_rebuilding_and_ranks_the_same(tmp_path: Path) -> None:
-    for connector, extra in RETRIEVERS:
+    for connector, extra in STORING_RETRIEVERS:
         INDEX_CACHE.clear()
         expected = retrieve(connector, extra, tmp_path / str(connector.BACKEND))
         INDEX_CACHE.clear()
         assert retrieve(connector, extra, tmp_path / str(connector.BACKEND)) == expected
         assert INDEX_CACHE.stats.loads == 1 and INDEX_CACHE.stats.builds == 0, connector
+
+
+@pytest.mark.parametrize("extra", [{}, {"bm25_method": "bm25+"}])
+def test_bm25s_stores_its_analysed_corpus_alone_and_a_new_process_analyses_nothing(
+    tmp_path: Path, extra: dict[str, Any]
+) -> None:
+    expected = retrieve(Bm25sRetriever, extra, tmp_path)
+    assert [entry.name for entry in tmp_path.iterdir()] == [ANALYSIS_FOLDER]
+    INDEX_CACHE.clear()
+    ANALYSIS_MEMO.clear()
+    assert retrieve(Bm25sRetriever, extra, tmp_path) == expected
+    assert ANALYSIS_MEMO.stats.analysed == 0 and ANALYSIS_MEMO.stats.reused == len(CORPUS)
 
 
 def build_vector_store(folder: Path, corpus: list[dict[str, Any]]) -> None:

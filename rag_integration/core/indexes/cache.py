@@ -145,16 +145,20 @@ class IndexCache:
         index_dir: str | os.PathLike[str] | None = None,
         save: Callable[[IndexT, Path], None] | None = None,
         load: Callable[[Path], IndexT] | None = None,
+        keep: Callable[[Path], None] | None = None,
     ) -> IndexT:
         """The index for ``key``: from memory, else loaded from ``index_dir``, else built (and saved there). A stored
         index that fails its checks (``IndexMismatchError``) is logged, rebuilt and written again. On a hit the store
-        is checked again (and written again if it changed) only when its ``CURRENT`` file changed."""
+        is checked again (and written again if it changed) only when its ``CURRENT`` file changed; an index that is
+        not stored itself has ``keep(index_dir)`` look after what its build keeps there instead."""
         folder = Path(index_dir) / key.folder_name() if index_dir is not None else None
         kept = self._hit(key)
         if kept is not _MISSING:
             index = _as_index(kept, build)
             if folder is not None and save is not None:
                 self._keep_stored(key, folder, index, save)
+            elif index_dir is not None and keep is not None:
+                keep(Path(index_dir))
             return index
         with self._key_lock(key):
             kept = self._hit(key)

@@ -24,7 +24,15 @@ from rag_integration.core.errors import ConnectorError, IndexMismatchError
 from rag_integration.core.extras import require_module
 from rag_integration.core.indexes.cache import bound_from_environment
 from rag_integration.core.indexes.corpus_languages import load_corpus_languages, save_corpus_languages
-from rag_integration.core.indexes.store import StoreClaim, load_npy, read_store, save_npy, write_store
+from rag_integration.core.indexes.store import (
+    StoreClaim,
+    intact_claim,
+    load_npy,
+    pointer_state,
+    read_store,
+    save_npy,
+    write_store,
+)
 from rag_integration.core.ranking.bm25_scores import TermCountArrays
 from rag_integration.core.text.analysis import ANALYSIS_VERSION, UNDETERMINED, supported_languages
 from rag_integration.core.text.languages import CorpusLanguages, Placement, analyse_corpus, corpus_placement
@@ -76,6 +84,15 @@ class AnalysedCorpus:
         ]
 
 
+@dataclass(frozen=True)
+class _StoredMark:
+    """The corpus a store was last written or read with, and its ``CURRENT`` file's state then: while the state is
+    unchanged the store still holds that corpus, without reading it again."""
+
+    digests: bytes
+    pointer: tuple[int, int, int] | None
+
+
 @dataclass
 class AnalysisStats:
     analysed: int = 0
@@ -91,7 +108,7 @@ class AnalysisMemo:
         self.max_bytes = max_bytes
         self.stats = AnalysisStats()
         self._latest: OrderedDict[AnalysisSettings, AnalysedCorpus] = OrderedDict()
-        self._stored: dict[Path, bytes] = {}
+        self._stored: dict[Path, _StoredMark] = {}
         self._lock = threading.Lock()
 
     def clear(self) -> None:
@@ -101,10 +118,16 @@ class AnalysisMemo:
             self.stats = AnalysisStats()
 
     def analyse(
-        self, documents: Sequence[Document], settings: AnalysisSettings, folder: Path | None = None
+        self,
+        documents: Sequence[Document],
+        settings: AnalysisSettings,
+        folder: Path | None = None,
+        *,
+        required: bool = False,
     ) -> AnalysedCorpus:
         """The analysed corpus of the documents' texts, reusing the rows of every text the latest corpus under these
-        settings (in memory, else stored in ``folder``) analysed under the same placement."""
+        settings (in memory, else stored in ``folder``) analysed under the same placement. A store that cannot be
+        written is an error when ``required`` (the store is what the caller keeps in ``folder``), else logged."""
         texts = [document.text for document in documents]
         digests = text_digests(documents)
         store = None if folder is None else Path(folder) / ANALYSIS_FOLDER / settings.folder_name()
@@ -121,20 +144,58 @@ class AnalysisMemo:
             self.stats.analysed += fresh
             self.stats.reused += len(texts) - fresh
         self._keep(settings, analysed)
-        if store is not None and self._stored.get(store) != analysed.digests:
+        if store is not None and not self._holds(store, analysed.digests):
             try:
-                _save(store, settings, analysed)
-                self._stored[store] = analysed.digests
+                self._store(store, settings, analysed)
             except ConnectorError as error:  # a cache: the terms are made, only their reuse by a later process is lost
+                if required:
+                    raise
                 LOGGER.warning("index_dir: could not keep the analysed corpus in %s: %s", store, error)
         return analysed
+
+    def keep_stored(self, documents: Sequence[Document], settings: AnalysisSettings, folder: Path) -> None:
+        """Best effort, for an index answered from memory: store its analysed corpus in ``folder`` again when the
+        store no longer holds it (deleted, or replaced by another process); a failure is logged, not raised."""
+        store = Path(folder) / ANALYSIS_FOLDER / settings.folder_name()
+        joined = b"".join(text_digests(documents))
+        if self._holds(store, joined):
+            return
+        state = pointer_state(store)
+        try:
+            claim = intact_claim(store)
+            if claim is not None and claim == StoreClaim(
+                ANALYSIS_FOLDER, dataclasses.asdict(settings), _fingerprint(joined)
+            ):
+                self._stored[store] = _StoredMark(joined, state)
+                return
+            with self._lock:
+                kept = self._latest.get(settings)
+            if kept is not None and kept.digests == joined:
+                self._store(store, settings, kept)
+            else:
+                self.analyse(documents, settings, folder, required=True)
+        except (ConnectorError, OSError) as error:
+            LOGGER.warning(
+                "index_dir: could not store the analysed corpus again in %s (answering from memory, will retry): %s",
+                store,
+                error,
+            )
+
+    def _holds(self, store: Path, digests: bytes) -> bool:
+        mark = self._stored.get(store)
+        return mark is not None and mark.digests == digests and pointer_state(store) == mark.pointer
+
+    def _store(self, store: Path, settings: AnalysisSettings, analysed: AnalysedCorpus) -> None:
+        _save(store, settings, analysed)
+        self._stored[store] = _StoredMark(analysed.digests, pointer_state(store))
 
     def _previous(self, settings: AnalysisSettings, store: Path | None) -> AnalysedCorpus | None:
         """The latest analysed corpus under ``settings``: the one in memory, unless ``store`` holds another."""
         with self._lock:
             kept = self._latest.get(settings)
-        if store is None or (kept is not None and self._stored.get(store) == kept.digests):
+        if store is None or (kept is not None and self._holds(store, kept.digests)):
             return kept
+        state = pointer_state(store)
         try:
             found = read_store(store, lambda claim: _check_claim(claim, settings, store), lambda v: _load(v.folder))
         except (IndexMismatchError, OSError) as error:
@@ -142,7 +203,7 @@ class AnalysisMemo:
             return kept
         if found is None:
             return kept
-        self._stored[store] = found[1].digests
+        self._stored[store] = _StoredMark(found[1].digests, state)
         return found[1]
 
     def _keep(self, settings: AnalysisSettings, analysed: AnalysedCorpus) -> None:
@@ -267,8 +328,12 @@ def _save(store: Path, settings: AnalysisSettings, analysed: AnalysedCorpus) -> 
         (folder / "terms.json").write_text(json.dumps(listed, ensure_ascii=False), encoding="utf-8")
         save_corpus_languages(folder, analysed.languages)
 
-    fingerprint = hashlib.sha256(analysed.digests).hexdigest()
-    write_store(store, StoreClaim(ANALYSIS_FOLDER, dataclasses.asdict(settings), fingerprint), save)
+    claim = StoreClaim(ANALYSIS_FOLDER, dataclasses.asdict(settings), _fingerprint(analysed.digests))
+    write_store(store, claim, save)
+
+
+def _fingerprint(digests: bytes) -> str:
+    return hashlib.sha256(digests).hexdigest()
 
 
 def _load(folder: Path) -> AnalysedCorpus:

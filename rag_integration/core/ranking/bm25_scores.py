@@ -57,21 +57,45 @@ def bm25_scores(counts: TermCountArrays, method: str, k1: float, b: float, empty
     frequencies = np.bincount(terms, minlength=vocabulary_size)
     compute_idf = scoring._select_idf_scorer(method)
     idf = _per_frequency(frequencies, lambda df: compute_idf(df, N=documents))
-    score_tfc = scoring._select_tfc_scorer(method)
-    term_frequency = term_counts.astype(np.float32)
-    entry_lengths = np.repeat(lengths, row_lengths)
-    tfc = score_tfc(tf_array=term_frequency, l_d=entry_lengths, l_avg=average_length, k1=k1, b=b, delta=BM25S_DELTA)
-    del entry_lengths, term_frequency
-    scores = idf[terms] * tfc
-    del tfc
+    length_norm = (1 - b) + b * lengths / average_length
+    scores = _term_frequency_component(method, term_counts.astype(np.float32), length_norm, row_lengths, k1)
+    scores *= idf[terms]
     nonoccurrence = None
     if method in NONOCCURRENCE_METHODS:
+        score_tfc = scoring._select_tfc_scorer(method)
         absent = score_tfc(tf_array=0, l_d=average_length, l_avg=average_length, k1=k1, b=b, delta=BM25S_DELTA)
         nonoccurrence = _per_frequency(frequencies, lambda df: compute_idf(df, N=documents) * absent)
         scores -= nonoccurrence[terms]
     by_document = sparse.csr_matrix((scores.astype(np.float32), terms, indptr), shape=(documents, vocabulary_size))
     by_term = by_document.tocsc()
     return Bm25ScoreArrays(by_term.data, by_term.indices, by_term.indptr, nonoccurrence)
+
+
+def _term_frequency_component(
+    method: str,
+    frequency: npt.NDArray[np.float32],
+    length_norm: npt.NDArray[np.float64],
+    row_lengths: npt.NDArray[np.int64],
+    k1: float,
+) -> npt.NDArray[np.float64]:
+    """bm25s's term-frequency component of every entry (``bm25s.scoring._score_tfc_*``), its document-length part
+    ``(1 - b) + b * l_d / l_avg`` computed once per document: each formula's operations in bm25s's order and
+    precision (its float32 ``tf`` times a Python float stays float32), on few entry-sized temporaries."""
+    if method == "bm25l":
+        component = np.divide(frequency, np.repeat(length_norm, row_lengths))
+        shifted = (k1 + 1) * (component + BM25S_DELTA)
+        component += k1
+        component += BM25S_DELTA
+        return np.divide(shifted, component, out=component)
+    denominator = np.repeat(k1 * length_norm, row_lengths)
+    denominator += frequency
+    if method in ("robertson", "lucene"):
+        return np.divide(frequency, denominator, out=denominator)
+    numerator = frequency * (k1 + 1) if method == "atire" else (k1 + 1) * frequency
+    component: npt.NDArray[np.float64] = np.divide(numerator, denominator, out=denominator)
+    if method == "bm25+":
+        component += BM25S_DELTA
+    return component
 
 
 def _with_empty_term(

@@ -90,6 +90,9 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
     OPTIONS: ClassVar[tuple[str, ...]] = option_keys(TOP_K, FILTERS, RETURN_METADATA, INDEX_DIR)
     SOURCES: ClassVar[tuple[Source, ...]] = (QUERIES, CORPUS)
     CORPUS_REQUIRED: ClassVar[bool] = True
+    STORES_INDEX: ClassVar[bool] = True
+    """False for a backend that keeps in ``index_dir`` only what it builds from (bm25s: the analysed corpus) and
+    derives its index from that in linear time: an updated corpus then writes the change, not a second copy."""
     """False for a backend whose documents come with its index (``open_index`` reads both from ``index_dir``)."""
 
     @classmethod
@@ -171,8 +174,9 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
             cls._key(documents, index_settings),
             lambda: cls.build_index(documents, index_settings),
             index_dir=index_dir,
-            save=cls.save_index,
-            load=lambda folder: cls.load_index(folder, index_settings, documents),
+            save=cls.save_index if cls.STORES_INDEX else None,
+            load=(lambda folder: cls.load_index(folder, index_settings, documents)) if cls.STORES_INDEX else None,
+            keep=None if cls.STORES_INDEX else lambda folder: cls.keep_stored(documents, index_settings, folder),
         )
         return index
 
@@ -236,6 +240,12 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         Write plain arrays and JSON (``core.indexes.store.save_npy``), never pickles: ``load_index`` must be
         able to read the files back when someone else wrote them.
         """
+        raise NotImplementedError
+
+    @classmethod
+    def keep_stored(cls, documents: Sequence[Document], settings: K, index_dir: Path) -> None:
+        """Only for ``STORES_INDEX = False``: when the index is answered from memory, make ``index_dir`` hold again
+        what ``build_index`` keeps there (it may have been deleted or replaced since); best effort, never raising."""
         raise NotImplementedError
 
     @classmethod

@@ -107,6 +107,7 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
     SETTINGS: ClassVar[type[Any] | None] = Bm25sSettings
     EXTRA: ClassVar[str | None] = "connectors"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("bm25s", "Stemmer")
+    STORES_INDEX: ClassVar[bool] = False
 
     @classmethod
     def index_settings(cls, settings: Bm25sSettings) -> Bm25sIndexSettings:
@@ -116,12 +117,15 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
     def build_index(cls, documents: Sequence[Document], settings: Bm25sIndexSettings) -> Bm25sIndex:
         """The corpus analysed (only the documents the latest analysed corpus lacks: ``ANALYSIS_MEMO``), then
         bm25s's score matrix computed from the term counts, bit for bit as ``bm25s.BM25.index`` makes it."""
-        analysis = AnalysisSettings(settings.language, settings.stemmer)
-        analysed = ANALYSIS_MEMO.analyse(documents, analysis, building_into())
+        analysed = ANALYSIS_MEMO.analyse(documents, _analysis(settings), building_into(), required=True)
         scores = bm25_scores(analysed.counts, settings.method, settings.k1, settings.b)
         arrays = (scores.data, scores.indices, scores.indptr)
         retriever = _retriever(settings, arrays, analysed.vocabulary, len(documents), scores.nonoccurrence)
         return Bm25sIndex(retriever, analysed.vocabulary, analysed.languages, settings)
+
+    @classmethod
+    def keep_stored(cls, documents: Sequence[Document], settings: Bm25sIndexSettings, index_dir: Path) -> None:
+        ANALYSIS_MEMO.keep_stored(documents, _analysis(settings), index_dir)
 
     @classmethod
     def search(
@@ -149,7 +153,8 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
     @classmethod
     def save_index(cls, index: Bm25sIndex, folder: Path) -> None:
         """The score matrix as plain arrays and the vocabularies as JSON: nothing of bm25s's own ``params`` file,
-        which would choose its constructor's arguments on load."""
+        which would choose its constructor's arguments on load. Used inside another backend's store (hybrid_rrf's);
+        alone, bm25s keeps only its analysed corpus in ``index_dir`` (``STORES_INDEX``)."""
         scores = index.retriever.scores
         for name in SCORE_ARRAYS:
             save_npy(folder / f"{name}.npy", np.asarray(scores[name]))
@@ -170,6 +175,10 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
             nonoccurrence = load_npy(folder / NONOCCURRENCE_FILE, (len(terms),))
         retriever = _retriever(settings, arrays, terms, len(documents), nonoccurrence)
         return Bm25sIndex(retriever, terms, load_corpus_languages(folder, len(documents)), settings)
+
+
+def _analysis(settings: Bm25sIndexSettings) -> AnalysisSettings:
+    return AnalysisSettings(settings.language, settings.stemmer)
 
 
 def _retriever(
