@@ -92,10 +92,10 @@ def _term_frequency_component(
     if method in ("robertson", "lucene"):
         return np.divide(frequency, denominator, out=denominator)
     numerator = frequency * (k1 + 1) if method == "atire" else (k1 + 1) * frequency
-    component: npt.NDArray[np.float64] = np.divide(numerator, denominator, out=denominator)
+    saturated: npt.NDArray[np.float64] = np.divide(numerator, denominator, out=denominator)
     if method == "bm25+":
-        component += BM25S_DELTA
-    return component
+        saturated += BM25S_DELTA
+    return saturated
 
 
 def _with_empty_term(
