@@ -154,8 +154,8 @@ class LanguagePlacer:
                 return candidates[0]
             return detect_languages([text])[0] or (candidates[0] if candidates else self.main)
         voters = self.voters
-        head = found[:PROFILE_WORDS]
-        voting = sum(map(voters.__contains__, head))
+        head = [word for word in found[:PROFILE_WORDS] if word in voters]  # only stopwords vote, and only they count
+        voting = len(head)
         if not voting:
             if text[:DETECT_CHARS].isascii():
                 return self.main
@@ -164,7 +164,7 @@ class LanguagePlacer:
         known_votes = max(known, default=0)
         best_known = self.order[known.index(known_votes)] if self.order else self.main
         if voting >= OUTSIDER_VOTES and voting > 2 * known_votes:  # another language may have twice the votes
-            votes = Counter(chain.from_iterable(voters[word] for word in head if word in voters))
+            votes = Counter(chain.from_iterable(voters[word] for word in head))
             outsider = min(votes, key=lambda code: (-votes[code], code))
             if outsider not in self.order and votes[outsider] >= OUTSIDER_VOTES and votes[outsider] > 2 * known_votes:
                 return detect_languages([text])[0] or best_known
