@@ -200,8 +200,8 @@ def test_a_broken_analysed_corpus_is_ignored_and_the_update_ranks_as_a_fresh_bui
     expected = retrieve(Bm25sRetriever, {}, tmp_path / "fresh", edited)
     retrieve(Bm25sRetriever, {}, tmp_path / "index")
     retrieve(Bm25sRetriever, {}, tmp_path / "other", OTHER_CORPUS)
-    [store] = (tmp_path / "index" / ANALYSIS_FOLDER).iterdir()
-    [other_store] = (tmp_path / "other" / ANALYSIS_FOLDER).iterdir()
+    [store] = (tmp_path / "index" / ANALYSIS_FOLDER).glob("*/*")
+    [other_store] = (tmp_path / "other" / ANALYSIS_FOLDER).glob("*/*")
     breakage(live_version(store), live_version(other_store))
     INDEX_CACHE.clear()
     ANALYSIS_MEMO.clear()
@@ -255,6 +255,27 @@ def test_bm25s_stores_its_analysed_corpus_alone_and_a_new_process_analyses_nothi
     ANALYSIS_MEMO.clear()
     assert retrieve(Bm25sRetriever, extra, tmp_path) == expected
     assert ANALYSIS_MEMO.stats.analysed == 0 and ANALYSIS_MEMO.stats.reused == len(CORPUS)
+
+
+def test_corpora_sharing_an_index_dir_each_find_their_own_analysis_and_only_the_latest_four_stay(
+    tmp_path: Path,
+) -> None:
+    corpora = [[{**row, "text": f"{row['text']} version {number}"} for row in CORPUS] for number in range(5)]
+    expected = [retrieve(Bm25sRetriever, {}, tmp_path / "fresh", corpus) for corpus in corpora]
+    for corpus in corpora[:2]:
+        retrieve(Bm25sRetriever, {}, tmp_path / "shared", corpus)
+    for corpus, ranking in zip(corpora[:2], expected, strict=False):
+        INDEX_CACHE.clear()
+        ANALYSIS_MEMO.clear()
+        assert retrieve(Bm25sRetriever, {}, tmp_path / "shared", corpus) == ranking
+        assert ANALYSIS_MEMO.stats.analysed == 0
+    for corpus in corpora[2:]:
+        retrieve(Bm25sRetriever, {}, tmp_path / "shared", corpus)
+    assert len(list((tmp_path / "shared" / ANALYSIS_FOLDER).glob("*/*"))) == 4
+    INDEX_CACHE.clear()
+    ANALYSIS_MEMO.clear()
+    assert retrieve(Bm25sRetriever, {}, tmp_path / "shared", corpora[0]) == expected[0]
+    assert ANALYSIS_MEMO.stats.analysed == len(CORPUS)  # the oldest was removed; its texts are analysed again
 
 
 def build_vector_store(folder: Path, corpus: list[dict[str, Any]]) -> None:

@@ -9,6 +9,8 @@ import dataclasses
 import hashlib
 import json
 import logging
+import os
+import shutil
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -43,6 +45,9 @@ ANALYSIS_FOLDER = "analysis"
 EMPTY_TERM = ""
 """Term 0 of every vocabulary, as in bm25s's: what a document without terms is counted as holding."""
 MEMO_ENTRIES = 4
+STORED_CORPORA = 4
+"""Analysed corpora kept per analysis settings in an ``index_dir``: the latest few, so a folder shared by several
+corpora (the command line's cache) still finds each one's own analysis."""
 MEMO_BYTES_VARIABLE = "RAG_ANALYSIS_MEMO_BYTES"
 DEFAULT_MEMO_BYTES = 1024 * 1024 * 1024
 PLACEMENT_KINDS = ("fixed", "each", "sample")
@@ -130,9 +135,9 @@ class AnalysisMemo:
         written is an error when ``required`` (the store is what the caller keeps in ``folder``), else logged."""
         texts = [document.text for document in documents]
         digests = text_digests(documents)
-        store = None if folder is None else Path(folder) / ANALYSIS_FOLDER / settings.folder_name()
-        previous = self._previous(settings, store)
         joined = b"".join(digests)
+        store = None if folder is None else _store_of(Path(folder), settings, joined)
+        previous = self._previous(settings, joined, store)
         if previous is not None and previous.digests == joined:
             analysed, fresh = previous, 0
         else:
@@ -156,8 +161,8 @@ class AnalysisMemo:
     def keep_stored(self, documents: Sequence[Document], settings: AnalysisSettings, folder: Path) -> None:
         """Best effort, for an index answered from memory: store its analysed corpus in ``folder`` again when the
         store no longer holds it (deleted, or replaced by another process); a failure is logged, not raised."""
-        store = Path(folder) / ANALYSIS_FOLDER / settings.folder_name()
         joined = b"".join(text_digests(documents))
+        store = _store_of(Path(folder), settings, joined)
         if self._holds(store, joined):
             return
         state = pointer_state(store)
@@ -188,21 +193,32 @@ class AnalysisMemo:
     def _store(self, store: Path, settings: AnalysisSettings, analysed: AnalysedCorpus) -> None:
         _save(store, settings, analysed)
         self._stored[store] = _StoredMark(analysed.digests, pointer_state(store))
+        _remove_older_corpora(store.parent, keep=store.name)
 
-    def _previous(self, settings: AnalysisSettings, store: Path | None) -> AnalysedCorpus | None:
-        """The latest analysed corpus under ``settings``: the one in memory, unless ``store`` holds another."""
+    def _previous(self, settings: AnalysisSettings, digests: bytes, store: Path | None) -> AnalysedCorpus | None:
+        """What to start from: the same corpus in memory or stored, else the latest one in memory, else the latest
+        one stored under ``settings``."""
         with self._lock:
             kept = self._latest.get(settings)
-        if store is None or (kept is not None and self._holds(store, kept.digests)):
+        if store is None or (kept is not None and kept.digests == digests):
             return kept
+        found = self._read(settings, store)
+        if found is not None or kept is not None:
+            return found or kept
+        latest = _latest_store(store.parent)
+        return None if latest is None else self._read(settings, latest)
+
+    def _read(self, settings: AnalysisSettings, store: Path) -> AnalysedCorpus | None:
         state = pointer_state(store)
+        if state is None:
+            return None
         try:
             found = read_store(store, lambda claim: _check_claim(claim, settings, store), lambda v: _load(v.folder))
         except (IndexMismatchError, OSError) as error:
             LOGGER.warning("index_dir: ignoring the stored analysed corpus in %s: %s", store, error)
-            return kept
+            return None
         if found is None:
-            return kept
+            return None
         self._stored[store] = _StoredMark(found[1].digests, state)
         return found[1]
 
@@ -307,6 +323,42 @@ def _without_unused_terms(
     remaining = {term: new_ids[term_id] for term, term_id in vocabulary.items() if keep[term_id]}
     terms = renumbered[counts.terms].astype(np.int32)
     return TermCountArrays(counts.indptr, terms, counts.counts, len(remaining)), remaining
+
+
+def _store_of(folder: Path, settings: AnalysisSettings, digests: bytes) -> Path:
+    """The store of the corpus with these text digests under ``settings`` in an ``index_dir``."""
+    return folder / ANALYSIS_FOLDER / settings.folder_name() / _fingerprint(digests)[:STORE_NAME_CHARS]
+
+
+STORE_NAME_CHARS = 20
+
+
+def _corpus_stores(settings_folder: Path) -> list[tuple[int, Path]]:
+    """The stores of ``settings_folder``, each with when its ``CURRENT`` was last replaced, newest first."""
+    stores = []
+    try:
+        entries = list(os.scandir(settings_folder))
+    except OSError:
+        return []
+    for entry in entries:
+        if len(entry.name) != STORE_NAME_CHARS or not entry.is_dir(follow_symlinks=False):
+            continue
+        state = pointer_state(Path(entry.path))
+        if state is not None:
+            stores.append((state[0], Path(entry.path)))
+    return sorted(stores, key=lambda item: (-item[0], item[1].name))
+
+
+def _latest_store(settings_folder: Path) -> Path | None:
+    stores = _corpus_stores(settings_folder)
+    return stores[0][1] if stores else None
+
+
+def _remove_older_corpora(settings_folder: Path, keep: str) -> None:
+    """Best effort: all but the ``STORED_CORPORA`` latest stores (never ``keep``, the one just written)."""
+    stale = [store for _, store in _corpus_stores(settings_folder) if store.name != keep][STORED_CORPORA - 1 :]
+    for store in stale:
+        shutil.rmtree(store, ignore_errors=True)
 
 
 def _check_claim(claim: StoreClaim, settings: AnalysisSettings, store: Path) -> None:
