@@ -6,6 +6,7 @@ atomic store version that a later process reads back, checked like any file some
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -46,6 +47,7 @@ EMPTY_TERM = ""
 """Term 0 of every vocabulary, as in bm25s's: what a document without terms is counted as holding."""
 MEMO_ENTRIES = 4
 STORED_CORPORA = 4
+SHARED_SAMPLE = 64
 """Analysed corpora kept per analysis settings in an ``index_dir``: the latest few, so a folder shared by several
 corpora (the command line's cache) still finds each one's own analysis."""
 MEMO_BYTES_VARIABLE = "RAG_ANALYSIS_MEMO_BYTES"
@@ -82,6 +84,16 @@ class AnalysedCorpus:
     def nbytes(self) -> int:
         counts = self.counts
         return counts.indptr.nbytes + counts.terms.nbytes + counts.counts.nbytes + len(self.digests) * 2
+
+    @functools.cached_property
+    def row_of(self) -> dict[bytes, int]:
+        """Each text digest's row."""
+        return {digest: row for row, digest in enumerate(self.digest_list())}
+
+    def shares_most_of(self, digests: Sequence[bytes]) -> bool:
+        """Whether at least half of an evenly spaced sample of these texts are analysed here."""
+        sample = digests[:: max(1, len(digests) // SHARED_SAMPLE)]
+        return 2 * sum(digest in self.row_of for digest in sample) >= len(sample)
 
     def digest_list(self) -> list[bytes]:
         return [
@@ -137,7 +149,7 @@ class AnalysisMemo:
         digests = text_digests(documents)
         joined = b"".join(digests)
         store = None if folder is None else _store_of(Path(folder), settings, joined)
-        previous = self._previous(settings, joined, store)
+        previous = self._previous(settings, digests, store)
         if previous is not None and previous.digests == joined:
             analysed, fresh = previous, 0
         else:
@@ -195,18 +207,22 @@ class AnalysisMemo:
         self._stored[store] = _StoredMark(analysed.digests, pointer_state(store))
         _remove_older_corpora(store.parent, keep=store.name)
 
-    def _previous(self, settings: AnalysisSettings, digests: bytes, store: Path | None) -> AnalysedCorpus | None:
-        """What to start from: the same corpus in memory or stored, else the latest one in memory, else the latest
-        one stored under ``settings``."""
+    def _previous(
+        self, settings: AnalysisSettings, digests: Sequence[bytes], store: Path | None
+    ) -> AnalysedCorpus | None:
+        """What to start from: the same corpus in memory or stored, else the one in memory when it holds most of
+        these texts, else the latest one stored under ``settings`` (or the one in memory if none is)."""
         with self._lock:
             kept = self._latest.get(settings)
-        if store is None or (kept is not None and kept.digests == digests):
+        joined = b"".join(digests)
+        if store is None or (kept is not None and kept.digests == joined):
             return kept
         found = self._read(settings, store)
-        if found is not None or kept is not None:
+        if found is not None or (kept is not None and kept.shares_most_of(digests)):
             return found or kept
         latest = _latest_store(store.parent)
-        return None if latest is None else self._read(settings, latest)
+        stored = None if latest is None else self._read(settings, latest)
+        return stored or kept
 
     def _read(self, settings: AnalysisSettings, store: Path) -> AnalysedCorpus | None:
         state = pointer_state(store)
@@ -242,7 +258,7 @@ def _analysed(
     """The corpus analysed, texts ``previous`` holds taken from it (their rows, languages) and the rest analysed;
     with how many texts were analysed."""
     vocabulary = {EMPTY_TERM: 0} if previous is None else dict(previous.vocabulary)
-    rows = {} if previous is None else {digest: row for row, digest in enumerate(previous.digest_list())}
+    rows = {} if previous is None else previous.row_of
     source = np.array([rows.get(digest, -1) for digest in digests], dtype=np.int64)
     missing = np.flatnonzero(source < 0)
     ids, codes = analyse_corpus(
