@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from rag_integration.core.documents.corpus import Document, MetadataFilter, corpus_fingerprint, read_documents
+from rag_integration.core.documents.corpus import Corpus, Document, MetadataFilter, corpus_fingerprint, read_documents
 from rag_integration.core.errors import (
     BackendUnavailableError,
     ConnectorError,
@@ -98,18 +98,25 @@ def test_fingerprint_changes_with_any_id_or_text_and_is_unambiguous() -> None:
     assert corpus_fingerprint(base) != corpus_fingerprint(read_documents([{"doc_id": "a", "text": "bd"}], "c"))
 
 
+FINGERPRINT_OF_THREE = "a1099a7ad0177522eebf1b7d24896ae4ab6427de1e2e3798bd7940764f2dab33"
+"""Format 2 (ids and text digests), since 2026-12-04; format 1 hashed whole texts."""
+
+
 def test_fingerprint_bytes_are_stable() -> None:
-    """Index folders on disk are keyed by the fingerprint, so its byte format must never drift."""
+    """Index folders on disk are keyed by the fingerprint, so its byte format must not drift unannounced."""
     # Built directly: read_documents refuses the lone surrogate (core.unicode_text), but an index fingerprinted
     # before that check may hold one, and its key must not change.
     documents = [Document("a", "bc"), Document("ü", "x\udcff"), Document("2", "")]
-    assert corpus_fingerprint(documents) == "81eb398aa6774cd4f1110810ec639e97802ba68aaacade7824b259363770a67f"
+    assert corpus_fingerprint(documents) == FINGERPRINT_OF_THREE
     many = read_documents([{"doc_id": str(number), "text": "t" * (number % 70)} for number in range(5000)], "c")
-    reference = hashlib.sha256()  # one length and one part at a time: what the chunked hashing must equal
+    reference = hashlib.sha256(len(many).to_bytes(8, "little"))  # the format, spelt out one part at a time
     for document in many:
-        for part in (document.doc_id.encode(), document.text.encode()):
-            reference.update(len(part).to_bytes(8, "little") + part)
-    assert corpus_fingerprint(many) == reference.hexdigest()
+        reference.update(len(document.doc_id.encode()).to_bytes(8, "little"))
+    for document in many:
+        reference.update(document.doc_id.encode())
+    for document in many:
+        reference.update(hashlib.blake2b(document.text.encode(), digest_size=16).digest())
+    assert corpus_fingerprint(many) == reference.hexdigest() == Corpus(many).fingerprint
 
 
 def test_plain_and_unusual_document_dicts_read_alike() -> None:

@@ -21,6 +21,8 @@ from mloda.user.spark import SparkFramework
 from rag_integration.core.contract.frames import SparkAdapter
 from rag_integration.core.documents.corpus import Document, corpus_fingerprint
 from rag_integration.core.indexes.cache import INDEX_CACHE
+from rag_integration.core.indexes.memory import forget_built
+from rag_integration.core.indexes.term_counts import ANALYSIS_MEMO
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever, HybridRrfRetriever
 from rag_integration.testing.kit import spark_test_session
@@ -119,15 +121,17 @@ def test_the_index_is_built_once_on_the_driver_and_answers_match_python_dict() -
     assert all(passage["metadata"]["group"] in (0, 2) for ranking in on_spark for passage in ranking)
 
 
-def test_index_dir_is_loaded_on_the_driver_and_shipped(tmp_path: Path) -> None:
+def test_index_dir_is_read_on_the_driver_and_shipped(tmp_path: Path) -> None:
     corpus = corpus_of(200)
     queries = [f"w{i}" for i in range(200)]
     options = {"retrieve_backend": "bm25s", "corpus": corpus, "index_dir": str(tmp_path), "top_k": 1}
     run_feature("retrieved_passages", {**options, "query_text": "w1"}, {Bm25sRetriever})
-    INDEX_CACHE.clear()
+    forget_built()
     distributed = {**options, "queries_source": QUERY_COLUMN, "spark_query_list": queries}
     rows = run_feature("retrieved_passages", distributed, {Bm25sRetriever, SparkQueries}, framework=SparkFramework)
-    assert INDEX_CACHE.stats.builds == 0 and INDEX_CACHE.stats.loads == 1
+    # bm25s keeps its analysed corpus in index_dir: the driver derives the index from it, analysing no text
+    assert INDEX_CACHE.stats.builds == 1 and ANALYSIS_MEMO.stats.analysed == 0
+    assert ANALYSIS_MEMO.stats.reused == len(corpus)
     assert sorted(ranking[0]["doc_id"] for ranking in rows) == sorted(doc["doc_id"] for doc in corpus)
 
 

@@ -137,21 +137,22 @@ def int_text(value: int, option: str, expected: str) -> str:
 
 
 def corpus_fingerprint(documents: Iterable[Document]) -> str:
-    """A content hash of ids and texts in order: equal fingerprints mean an index can be reused."""
+    """A content hash of ids and texts in order: equal fingerprints mean an index can be reused. It hashes each
+    text's digest (``text_digests``) rather than the text, so a ``Corpus`` reads its texts once for both."""
     if isinstance(documents, Corpus):
         return documents.fingerprint
-    digest = hashlib.sha256()
-    # Each part is its 8-byte little-endian length, then its UTF-8 bytes; fed in chunks of documents, since one
-    # update call per part costs more than the hashing of a short text.
-    chunk: list[bytes] = []
-    for document in documents:
-        doc_id = document.doc_id.encode("utf-8", "surrogatepass")
-        text = document.text.encode("utf-8", "surrogatepass")
-        chunk += (_LENGTH.pack(len(doc_id)), doc_id, _LENGTH.pack(len(text)), text)
-        if len(chunk) >= _FINGERPRINT_CHUNK:
-            digest.update(b"".join(chunk))
-            chunk.clear()
-    digest.update(b"".join(chunk))
+    listed = documents if isinstance(documents, Sequence) else list(documents)
+    return _fingerprint(listed, text_digests(listed))
+
+
+def _fingerprint(documents: Sequence[Document], digests: Sequence[bytes]) -> str:
+    """SHA-256 of the document count, each id's UTF-8 length (all 8-byte little-endian), the ids, then the text
+    digests: every part's boundary is fixed by what precedes it, so no two corpora give the same bytes."""
+    ids = [document.doc_id.encode("utf-8", "surrogatepass") for document in documents]
+    digest = hashlib.sha256(_LENGTH.pack(len(ids)))
+    digest.update(struct.pack(f"<{len(ids)}Q", *map(len, ids)))
+    digest.update(b"".join(ids))
+    digest.update(b"".join(digests))
     return digest.hexdigest()
 
 
@@ -161,13 +162,13 @@ def text_digests(documents: Sequence[Document]) -> list[bytes]:
     if isinstance(documents, Corpus):
         return documents.text_digests
     return [
-        hashlib.blake2b(document.text.encode("utf-8"), digest_size=TEXT_DIGEST_BYTES).digest() for document in documents
+        hashlib.blake2b(document.text.encode("utf-8", "surrogatepass"), digest_size=TEXT_DIGEST_BYTES).digest()
+        for document in documents
     ]
 
 
 TEXT_DIGEST_BYTES = 16
 _LENGTH = struct.Struct("<Q")
-_FINGERPRINT_CHUNK = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +240,7 @@ class Corpus(Sequence[Document]):
     @property
     def fingerprint(self) -> str:
         if self._fingerprint is None:
-            self._fingerprint = corpus_fingerprint(self._documents)
+            self._fingerprint = _fingerprint(self._documents, self.text_digests)
         return self._fingerprint
 
     @property
