@@ -39,6 +39,14 @@ def test_each_language_is_analysed_with_its_own_rules(language: str, text: str, 
     assert analyzer_for(language).terms(text) == terms
 
 
+def test_a_word_whose_stem_is_empty_is_no_term() -> None:
+    """Arabic's stemmer strips tatweel, so a run of it ("ـــ", a typographic filler) stems to nothing: no term,
+    never the empty term that stands for an empty document."""
+    for language in supported_languages():
+        assert "" not in analyzer_for(language).terms("ـــ الكتاب ــــ word слово")
+    assert analyzer_for("ar").terms("ـــ الكتاب ــــ") == ["كتاب"]
+
+
 def test_unspaced_runs_are_bigrams_beside_spaced_words() -> None:
     terms = analyzer_for("zh").terms("NFL的308分，在联赛中")
     assert terms == ["nfl", "308", "分", "在联", "联赛", "赛中"]  # a lone "的" is a stopword

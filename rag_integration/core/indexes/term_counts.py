@@ -48,6 +48,9 @@ EMPTY_TERM = ""
 MEMO_ENTRIES = 4
 STORED_CORPORA = 4
 SHARED_SAMPLE = 64
+NEARLY_ALL = 0.9
+"""The share of a sample of its texts the analysed corpus in memory must hold to be started from without looking
+at the latest stored one (which holds more of them when another corpus was analysed in between)."""
 """Analysed corpora kept per analysis settings in an ``index_dir``: the latest few, so a folder shared by several
 corpora (the command line's cache) still finds each one's own analysis."""
 MEMO_BYTES_VARIABLE = "RAG_ANALYSIS_MEMO_BYTES"
@@ -90,10 +93,10 @@ class AnalysedCorpus:
         """Each text digest's row."""
         return {digest: row for row, digest in enumerate(self.digest_list())}
 
-    def shares_most_of(self, digests: Sequence[bytes]) -> bool:
-        """Whether at least half of an evenly spaced sample of these texts are analysed here."""
+    def shared(self, digests: Sequence[bytes]) -> float:
+        """The share of an evenly spaced sample of these texts that is analysed here."""
         sample = digests[:: max(1, len(digests) // SHARED_SAMPLE)]
-        return 2 * sum(digest in self.row_of for digest in sample) >= len(sample)
+        return sum(digest in self.row_of for digest in sample) / len(sample) if sample else 1.0
 
     def digest_list(self) -> list[bytes]:
         return [
@@ -210,19 +213,25 @@ class AnalysisMemo:
     def _previous(
         self, settings: AnalysisSettings, digests: Sequence[bytes], store: Path | None
     ) -> AnalysedCorpus | None:
-        """What to start from: the same corpus in memory or stored, else the one in memory when it holds most of
-        these texts, else the latest one stored under ``settings`` (or the one in memory if none is)."""
+        """What to start from: the same corpus in memory or stored, else the one in memory when it holds nearly all
+        of these texts, else whichever of it and the latest one stored under ``settings`` holds more of them."""
         with self._lock:
             kept = self._latest.get(settings)
         joined = b"".join(digests)
         if store is None or (kept is not None and kept.digests == joined):
             return kept
         found = self._read(settings, store)
-        if found is not None or (kept is not None and kept.shares_most_of(digests)):
-            return found or kept
+        if found is not None:
+            return found
+        if kept is not None and kept.shared(digests) >= NEARLY_ALL:
+            return kept
         latest = _latest_store(store.parent)
-        stored = None if latest is None else self._read(settings, latest)
-        return stored or kept
+        if latest is None or (kept is not None and self._holds(latest, kept.digests)):
+            return kept
+        stored = self._read(settings, latest)
+        if stored is None or kept is None:
+            return stored or kept
+        return stored if stored.shared(digests) > kept.shared(digests) else kept
 
     def _read(self, settings: AnalysisSettings, store: Path) -> AnalysedCorpus | None:
         state = pointer_state(store)

@@ -20,7 +20,7 @@ from typing import Protocol
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.options import OptionSpec
 
-ANALYSIS_VERSION = "3"
+ANALYSIS_VERSION = "4"
 """Part of every index key built on this analysis: a change in how text becomes terms (rules, detector, lists)
 bumps it, so no index stored by an earlier analysis is ever read back as current."""
 AUTO = "auto"
@@ -344,7 +344,7 @@ class Analyzer:
             term = word
         else:
             with self._lock:
-                term = self._stemmer.stemWord(word)
+                term = self._stemmer.stemWord(word) or None  # empty: the word held no letter (Arabic tatweel "ـــ")
         self._terms[word] = term
         return term
 
