@@ -235,27 +235,8 @@ def search(
     --files, what one search embedded and analysed is kept in the user cache folder, so the next search over the
     same (or a slightly changed) folder embeds and analyses only what is new."""
     from rag_integration.evaluation.run import backend_class
-    from rag_integration.feature_groups.rag_pipeline import STAGES, VectorStoreRetriever
 
-    if (index_dir is None) == (not files):
-        raise typer.BadParameter("give either --index-dir or --files", param_hint="--index-dir / --files")
-    options: dict[str, Any] = {"query_text": list(query), "top_k": top_k}
-    groups: set[type[Any]]
-    if index_dir is not None:
-        options |= {"retrieve_backend": "vector_store", "index_dir": str(index_dir), "embedding_model": embedding_model}
-        groups = {VectorStoreRetriever}
-    else:
-        try:
-            retriever = backend_class("retrieve", "retrieve_backend", backend)
-        except ConnectorError as error:
-            raise typer.BadParameter(str(error), param_hint="--backend") from error
-        source = "docs__chunked" if chunker != "none" else "docs"
-        options |= _file_options(files or [], chunker) | {"retrieve_backend": backend, "corpus_source": source}
-        if cache:
-            options["index_dir"] = str(files_cache_dir())
-        if "embedding_model" in retriever.declared_options():
-            options["embedding_model"] = embedding_model
-        groups = {*STAGES, retriever}
+    options, groups = _retrieval(list(query), top_k, index_dir, files, backend, chunker, embedding_model, cache)
     feature = "retrieved_passages"
     if rerank is not None:
         try:
@@ -283,6 +264,146 @@ def search(
     ]
     print_table(["query", "rank", "doc_id", "score", "text"], rows)
     return 0
+
+
+def _retrieval(
+    queries: list[str],
+    top_k: int,
+    index_dir: Path | None,
+    files: list[Path] | None,
+    backend: str,
+    chunker: str,
+    embedding_model: str,
+    cache: bool,
+    language: str | None = None,
+) -> tuple[dict[str, Any], set[type[Any]]]:
+    """The ``retrieved_passages`` options and feature groups of ``search`` and ``ask``: a store (``--index-dir``)
+    or files read, chunked and indexed by ``backend`` (``--files``)."""
+    from rag_integration.evaluation.run import backend_class
+    from rag_integration.feature_groups.rag_pipeline import STAGES, VectorStoreRetriever
+
+    if (index_dir is None) == (not files):
+        raise typer.BadParameter("give either --index-dir or --files", param_hint="--index-dir / --files")
+    options: dict[str, Any] = {"query_text": queries, "top_k": top_k}
+    if index_dir is not None:
+        options |= {"retrieve_backend": "vector_store", "index_dir": str(index_dir), "embedding_model": embedding_model}
+        return options, {VectorStoreRetriever}
+    try:
+        retriever = backend_class("retrieve", "retrieve_backend", backend)
+    except ConnectorError as error:
+        raise typer.BadParameter(str(error), param_hint="--backend") from error
+    source = "docs__chunked" if chunker != "none" else "docs"
+    options |= _file_options(files or [], chunker) | {"retrieve_backend": backend, "corpus_source": source}
+    if cache:
+        options["index_dir"] = str(files_cache_dir())
+    declared = retriever.declared_options()
+    if "embedding_model" in declared:
+        options["embedding_model"] = embedding_model
+    if language is not None and "language" in declared:
+        options["language"] = language
+    return options, {*STAGES, retriever}
+
+
+@app.command()
+def ask(
+    question: Annotated[list[str] | None, typer.Argument(help="the question; several are each answered")] = None,
+    files: Annotated[list[Path] | None, typer.Option(help="files, folders or globs to ask (repeatable)")] = None,
+    index_dir: Annotated[Path | None, typer.Option(help="a store written by `rag-integration index`")] = None,
+    questions: Annotated[
+        Path | None, typer.Option(help="a file of questions: one per line, or JSON Lines with a 'question'")
+    ] = None,
+    backend: Annotated[str, typer.Option(help="retrieve backend for --files")] = "bm25s",
+    chunker: Annotated[
+        str, typer.Option(help="chunking for --files: paragraph, sentence, fixed or none")
+    ] = "paragraph",
+    rerank: Annotated[str | None, typer.Option(help="rerank backend ('lexical', 'flashrank')")] = None,
+    generate: Annotated[str, typer.Option(help="generate backend: extractive, template or llm")] = "extractive",
+    top_k: Annotated[int, typer.Option(min=1, help="passages the answer is drawn from")] = 3,
+    language: Annotated[str, typer.Option(help="an ISO 639-1 code, or 'auto' to detect each text's")] = "auto",
+    embedding_model: Annotated[
+        str, typer.Option(help="embedding model of a dense --backend or --index-dir")
+    ] = "minilm",
+    llm_base_url: Annotated[str | None, typer.Option(help="--generate llm: the chat-completions server")] = None,
+    llm_model: Annotated[str | None, typer.Option(help="--generate llm: the model name")] = None,
+    llm_api_key_env: Annotated[
+        str | None, typer.Option(help="--generate llm: the environment variable holding the API key")
+    ] = None,
+    on_error: Annotated[str, typer.Option(help="'raise' stops at a failing question; 'row' reports it")] = "raise",
+    as_json: Annotated[bool, typer.Option("--json", help="print each answer's row as JSON")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", help="list every file not read, with why")] = False,
+    progress: Annotated[bool, typer.Option(help="draw progress bars on stderr")] = True,
+    cache: Annotated[
+        bool,
+        typer.Option(help="with --files: keep indexes, embeddings and analysed text in the user cache folder"),
+    ] = True,
+) -> int:
+    """Answer a question from your files (--files) or a persisted index (--index-dir): the answer with its [n]
+    markers, then each cited source with its file, chunk, page or lines and the sentence quoted from it."""
+    from mloda.user import Feature, Options
+
+    from rag_integration.ask import MAX_QUESTIONS_BYTES, answer_of, print_answers, read_questions
+    from rag_integration.core.documents.files import SKIPPED_FILES, read_named_file
+    from rag_integration.evaluation.run import backend_class
+
+    texts = list(question or [])
+    if questions is not None:
+        texts += read_questions(questions, read_named_file(questions, "--questions", MAX_QUESTIONS_BYTES))
+    if not texts:
+        raise typer.BadParameter("give a question, or --questions FILE", param_hint="QUESTION / --questions")
+    if on_error not in ("raise", "row"):
+        raise typer.BadParameter(f"expected 'raise' or 'row', got {on_error!r}", param_hint="--on-error")
+    options, groups = _retrieval(texts, top_k, index_dir, files, backend, chunker, embedding_model, cache, language)
+    options["return_metadata"] = True  # where each cited passage comes from
+    name = "retrieved_passages"
+    if rerank is not None:
+        try:
+            reranker = backend_class("rerank", "--rerank", rerank)
+        except ConnectorError as error:
+            raise typer.BadParameter(str(error), param_hint="--rerank") from error
+        groups.add(reranker)
+        name, options = _reranked(options, rerank, top_k)
+        options["return_metadata"] = True
+        if "language" in reranker.declared_options():
+            options["language"] = language
+    try:
+        groups.add(backend_class("generate", "--generate", generate))
+    except ConnectorError as error:
+        raise typer.BadParameter(str(error), param_hint="--generate") from error
+    shown = progress and not as_json
+    passages = Feature(name, options=Options(context={**options, "show_progress": shown}))
+    llm = {"llm_base_url": llm_base_url, "llm_model": llm_model, "llm_api_key_env": llm_api_key_env}
+    answer_options = {
+        "generate_backend": generate,
+        "query_text": texts,
+        "passages_source": passages,
+        "on_error": on_error,
+        "show_progress": shown,
+        **{key: value for key, value in llm.items() if value is not None},
+    }
+    SKIPPED_FILES.take()
+    with progress_display(shown):
+        columns = _run_features(
+            [Feature("generated_answer", options=Options(context=answer_options)), passages], groups
+        )
+    if index_dir is None and cache:
+        prune_stores(files_cache_dir(), keep=FILES_CACHE_STORES)
+    answers = [
+        answer_of(text, row, ranking)
+        for text, row, ranking in zip(texts, columns["generated_answer"], columns[name], strict=True)
+    ]
+    skipped = SKIPPED_FILES.take()
+    if as_json:
+        print(json.dumps([answer.as_json() for answer in answers], indent=2, ensure_ascii=False))
+    else:
+        print_answers(answers, console())
+    if skipped:
+        print(
+            f"skipped {len(skipped)} file(s) not read" + ("" if verbose else " (--verbose lists them)"), file=sys.stderr
+        )
+        if verbose:
+            for file in skipped:
+                print(f"  {file.path}: {file.reason}", file=sys.stderr)
+    return 1 if any(answer.error for answer in answers) else 0
 
 
 RERANK_DEPTH = 100
@@ -319,6 +440,26 @@ def _file_options(paths: Sequence[Path], chunker: str) -> dict[str, Any]:
     if chunker != "none":
         options["chunker"] = chunker
     return options
+
+
+def _run_features(features: list[Any], groups: set[type[Any]]) -> dict[str, list[Any]]:
+    """Each requested feature's column, from one run (a feature another one needs is computed once)."""
+    from mloda.user import PluginCollector, mlodaAPI
+    from mloda.user.python_dict import PythonDictFramework
+
+    from rag_integration.core.contract.frames import frame_column
+
+    result = mlodaAPI.run_all(
+        features,
+        compute_frameworks=[PythonDictFramework],
+        plugin_collector=PluginCollector.enabled_feature_groups(groups),
+    )
+    columns: dict[str, list[Any]] = {}
+    for frame in result:
+        for name in (str(feature.name) for feature in features):
+            if name in frame and name not in columns:
+                columns[name] = frame_column(frame, name)
+    return columns
 
 
 def _run_feature(name: str, options: dict[str, Any], groups: set[type[Any]], progress: bool) -> list[Any]:

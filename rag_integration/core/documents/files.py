@@ -15,6 +15,7 @@ import functools
 import logging
 import os
 import stat
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,37 @@ MAX_FOLDER_ENTRIES = 1_000_000
 """How many folder entries one pattern may walk: the walk is bounded in time even on a huge tree."""
 PSEUDO_FILESYSTEMS = (Path("/proc"), Path("/sys"), Path("/dev"))
 GLOB_MAGIC = frozenset("*?[")
-_SKIPPED_SHOWN = 5
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    """A file a folder or glob held that was not read, and why."""
+
+    path: str
+    reason: str
+
+
+class SkippedFiles:
+    """Every file not read, with its reason: logged for a library caller, counted (and with ``--verbose`` listed)
+    by the command line, which takes them after its run. One list per process, so concurrent runs share it."""
+
+    def __init__(self) -> None:
+        self._files: list[SkippedFile] = []
+        self._lock = threading.Lock()
+
+    def record(self, path: Path | str, reason: str) -> None:
+        LOGGER.info("file source: skipped %s: %s", path, reason)
+        with self._lock:
+            self._files.append(SkippedFile(str(path), reason))
+
+    def take(self) -> list[SkippedFile]:
+        """The files skipped since the last ``take``, forgotten here."""
+        with self._lock:
+            taken, self._files = self._files, []
+        return taken
+
+
+SKIPPED_FILES = SkippedFiles()
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +147,6 @@ def _walk(
     """(path inside ``top``, checked real path, path as found) of every accepted file, sorted by the first."""
     root = top.resolve()
     found: list[tuple[str, Path, Path]] = []
-    skipped: list[str] = []
     pending: list[tuple[Path, str, int]] = [(top, "", 0)]
     visited = 0
     while pending:
@@ -129,27 +159,20 @@ def _walk(
         visited += len(listed)
         if visited > MAX_FOLDER_ENTRIES:
             raise InvalidOptionError(rules.option, str(top), f"a folder of at most {MAX_FOLDER_ENTRIES:,} entries")
-        for entry in listed:
+        for entry in sorted(listed, key=lambda item: item.name):
             relative = prefix + entry.name
             shown = Path(entry.path)
             if entry.is_dir(follow_symlinks=False):
                 if max_depth is None or depth + 1 < max_depth:
                     pending.append((shown, relative + "/", depth + 1))
             elif entry.is_symlink() and entry.is_dir():
-                LOGGER.warning("file source: not descending into the symlinked folder %s", shown)
-            elif Path(entry.name).suffix.lower() not in rules.suffixes:
-                skipped.append(relative)
-            elif accept(relative):
+                SKIPPED_FILES.record(shown, "a linked folder, not followed")
+            elif not accept(relative):
+                continue
+            elif (suffix := Path(entry.name).suffix.lower()) not in rules.suffixes:
+                SKIPPED_FILES.record(shown, f"not a file type read here ({suffix or 'no suffix'})")
+            else:
                 found.append((relative, _checked(shown, root, rules), shown))
-    if skipped:
-        shown_names = ", ".join(sorted(skipped)[:_SKIPPED_SHOWN]) + (", ..." if len(skipped) > _SKIPPED_SHOWN else "")
-        LOGGER.info(
-            "file source: skipped %d file(s) under %s not ending in %s: %s",
-            len(skipped),
-            top,
-            ", ".join(rules.suffixes),
-            shown_names,
-        )
     found.sort(key=lambda item: item[0])
     return found
 

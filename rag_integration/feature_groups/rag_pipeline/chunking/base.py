@@ -19,6 +19,10 @@ MAX_CHARS: OptionSpec[int] = OptionSpec(
 )
 
 
+LINE_KEYS = ("line_start", "line_end")
+"""A text file's document's lines, which its chunks replace with their own."""
+
+
 class BaseChunker(StageFeatureGroup, Generic[SettingsT]):
     """Selected by ``chunker``; a backend splits one text into chunk texts, the base names and annotates them."""
 
@@ -35,10 +39,12 @@ class BaseChunker(StageFeatureGroup, Generic[SettingsT]):
         rows = []
         for document in documents:
             source = document.metadata.get("source", document.doc_id)
-            pieces = (piece for chunk in cls.split(document.text, settings) for piece in capped(chunk, limit))
+            pieces = [piece for chunk in cls.split(document.text, settings) for piece in capped(chunk, limit)]
+            lines = _chunk_lines(document, pieces)
+            kept = {key: value for key, value in document.metadata.items() if key not in LINE_KEYS}
             for index, chunk in enumerate(pieces):
-                metadata = {**document.metadata, "source": source, "parent_id": document.doc_id, "chunk_index": index}
-                rows.append(document_row(f"{document.doc_id}#{index}", chunk, metadata))
+                metadata = {**kept, "source": source, "parent_id": document.doc_id, "chunk_index": index}
+                rows.append(document_row(f"{document.doc_id}#{index}", chunk, metadata | lines[index]))
         return rows
 
     @classmethod
@@ -50,6 +56,27 @@ class BaseChunker(StageFeatureGroup, Generic[SettingsT]):
             settings: the backend's ``SETTINGS``, read from the request.
         """
         raise NotImplementedError
+
+
+def _chunk_lines(document: Document, pieces: Sequence[str]) -> list[dict[str, int]]:
+    """Each chunk's ``line_start`` and ``line_end`` in its file, when the document records where its text starts
+    (a text file's ``line_start``); chunks are pieces of the text in order, so one pass finds them all."""
+    first = document.metadata.get("line_start")
+    if type(first) is not int:
+        return [{} for _ in pieces]
+    text = document.text
+    found: list[dict[str, int]] = []
+    cursor = counted = 0
+    line = first
+    for piece in pieces:
+        start = text.find(piece, cursor)
+        if start < 0:  # not a verbatim piece: no line numbers rather than wrong ones
+            return [{} for _ in pieces]
+        line += text.count("\n", counted, start)
+        counted = start
+        found.append({"line_start": line, "line_end": line + piece.count("\n")})
+        cursor = start + 1
+    return found
 
 
 def group_spans(spans: Sequence[tuple[int, int]], size: int, overlap: int, text: str) -> list[str]:

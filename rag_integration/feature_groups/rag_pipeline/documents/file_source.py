@@ -1,5 +1,5 @@
-"""Documents read from files: a folder, a file or a glob of ``.txt``, ``.md``, ``.rst``, ``.html``, ``.jsonl`` and
-``.csv``."""
+"""Documents read from files: a folder, a file or a glob of ``.txt``, ``.md``, ``.rst``, ``.html``, ``.pdf`` (extra
+``pdf``), ``.docx`` (extra ``docx``), ``.jsonl`` and ``.csv``."""
 
 from __future__ import annotations
 
@@ -12,18 +12,21 @@ from typing import Any, ClassVar
 
 from rag_integration.core.documents.files import (
     DEFAULT_MAX_FILE_BYTES,
+    SKIPPED_FILES,
     FileRules,
     FoundFile,
     find_files,
     read_file_bytes,
 )
 from rag_integration.core.documents.html_text import html_text
+from rag_integration.core.documents.office_text import docx_text, pdf_pages
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.options import OptionReader, option, read_options
 from rag_integration.feature_groups.rag_pipeline.documents.base import BaseDocumentSource
 
-SUFFIXES = (".txt", ".md", ".rst", ".html", ".htm", ".jsonl", ".csv")
+SUFFIXES = (".txt", ".md", ".rst", ".html", ".htm", ".pdf", ".docx", ".jsonl", ".csv")
 HTML_SUFFIXES = (".html", ".htm")
+BINARY_SUFFIXES = (".pdf", ".docx")
 UTF8_NAMES = frozenset({"utf-8", "utf8", "utf_8"})
 MAX_JSON_NESTING = 64
 """How deeply a JSONL record may nest: deeper is refused before it can exhaust the parser's recursion."""
@@ -54,9 +57,10 @@ class FileSourceSettings:
 
 
 class FileDocumentSource(BaseDocumentSource):
-    """``document_source="files"``: ``paths`` (str or list); a .txt/.md/.rst file is one document, an .html page one
-    document of its visible text with its ``title``, a .jsonl line or a
-    .csv row is one document (``text_field``, ``id_field``); every document records its file in ``source``.
+    """``document_source="files"``: ``paths`` (str or list); a .txt/.md/.rst file is one document (with its
+    ``line_start`` and ``line_end``), an .html page or a .docx one document of its text with its ``title``, a .pdf
+    page one document with its ``page``, a .jsonl line or a .csv row one document (``text_field``, ``id_field``);
+    every document records its file in ``source``. A file that is not read is recorded in ``SKIPPED_FILES``.
     Folders are untrusted (``core.documents.files``): ``follow_symlinks`` (default False) and ``max_file_bytes`` bound them."""
 
     BACKEND: ClassVar[str | None] = "files"
@@ -78,6 +82,9 @@ class FileDocumentSource(BaseDocumentSource):
 
 def _read_file(found: FoundFile, data: bytes, settings: FileSourceSettings) -> list[dict[str, Any]]:
     file = found.shown
+    suffix = file.suffix.lower()
+    if suffix in BINARY_SUFFIXES:
+        return _binary_documents(found, data)
     encoding = (
         "utf-8-sig" if settings.encoding.lower() in UTF8_NAMES else settings.encoding
     )  # a leading BOM is not text
@@ -89,7 +96,6 @@ def _read_file(found: FoundFile, data: bytes, settings: FileSourceSettings) -> l
         ) from error
     except LookupError as error:
         raise InvalidOptionError("encoding", settings.encoding, "a codec Python knows") from error
-    suffix = file.suffix.lower()
     if suffix == ".jsonl":
         records = _jsonl_records(content, file)
     elif suffix == ".csv":
@@ -98,11 +104,41 @@ def _read_file(found: FoundFile, data: bytes, settings: FileSourceSettings) -> l
         page = html_text(content)
         return [{"doc_id": found.name, "text": page.text, "source": str(file), "title": page.title}]
     else:
-        return [{"doc_id": found.name, "text": content, "source": str(file)}]
+        lines = {"line_start": 1, "line_end": content.count("\n", 0, len(content.rstrip("\n"))) + 1}
+        return [{"doc_id": found.name, "text": content, "source": str(file), **lines}]
     return [
         _record_document(record, file, f"{found.name}:{number}", settings)
         for number, record in enumerate(records, start=1)
     ]
+
+
+def _binary_documents(found: FoundFile, data: bytes) -> list[dict[str, Any]]:
+    """A PDF's pages with text, one document each, or a .docx as one document; a file whose library is not
+    installed, or that holds no text, is recorded as skipped."""
+    file = found.shown
+    if file.suffix.lower() == ".docx":
+        document = docx_text(data, str(file))
+        if document is None:
+            SKIPPED_FILES.record(file, "a .docx needs the 'docx' extra (python-docx)")
+            return []
+        if not document.text.strip():
+            SKIPPED_FILES.record(file, "no text")
+            return []
+        titled = {"title": document.title} if document.title else {}
+        return [{"doc_id": found.name, "text": document.text, "source": str(file), **titled}]
+    pages = pdf_pages(data, str(file))
+    if pages is None:
+        SKIPPED_FILES.record(file, "a .pdf needs the 'pdf' extra (pypdf)")
+        return []
+    documents = [
+        {"doc_id": f"{found.name}:{page.number}", "text": page.text, "source": str(file), "page": page.number}
+        | ({"title": page.title} if page.title else {})
+        for page in pages
+        if page.text.strip()
+    ]
+    if not documents:
+        SKIPPED_FILES.record(file, "no text layer (scanned pages need OCR first)")
+    return documents
 
 
 def _csv_records(content: str, file: Path) -> list[dict[str, Any]]:

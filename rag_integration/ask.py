@@ -1,0 +1,217 @@
+"""What ``rag-integration ask`` shows: an answer with its ``[n]`` markers, then each cited source (file, chunk,
+page or lines, and the sentence quoted from it), or why there is no answer."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from rag_integration.core.errors import InvalidOptionError
+
+MARKER = re.compile(r"\s*\[(\d+)\]")
+MAX_QUESTIONS_BYTES = 16 * 1024 * 1024
+QUESTION_KEYS = ("question", "query", "text")
+
+
+@dataclass(frozen=True)
+class Source:
+    """One cited passage: its number in the answer, where it comes from and what the answer quotes of it."""
+
+    number: int
+    doc_id: str
+    file: str | None
+    chunk: int | None
+    page: int | None
+    lines: tuple[int, int] | None
+    title: str | None
+    quotes: tuple[str, ...]
+
+    def where(self) -> str:
+        parts = [self.file or self.doc_id]
+        if self.title:
+            parts.append(f"“{self.title}”")
+        if self.page is not None:
+            parts.append(f"page {self.page}")
+        if self.chunk is not None:
+            parts.append(f"chunk {self.chunk}")
+        if self.lines is not None:
+            first, last = self.lines
+            parts.append(f"line {first}" if first == last else f"lines {first}-{last}")
+        return ", ".join(parts)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "n": self.number,
+            "doc_id": self.doc_id,
+            "file": self.file,
+            "chunk": self.chunk,
+            "page": self.page,
+            "lines": list(self.lines) if self.lines else None,
+            "title": self.title,
+            "quotes": list(self.quotes),
+        }
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One question's answer and its sources; ``error`` when it failed (``--on-error row``), ``reason`` when it
+    is empty."""
+
+    question: str
+    text: str
+    sources: tuple[Source, ...] = ()
+    reason: str | None = None
+    error: Mapping[str, str] | None = None
+    passages: int = 0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        row: dict[str, Any] = {"question": self.question, "answer": self.text}
+        row["citations"] = [source.doc_id for source in self.sources]
+        row["sources"] = [source.as_json() for source in self.sources]
+        if self.reason is not None:
+            row["reason"] = self.reason
+        if self.error is not None:
+            row["error"] = dict(self.error)
+        return row
+
+
+def answer_of(question: str, row: Mapping[str, Any], passages: Sequence[Mapping[str, Any]] | None) -> Answer:
+    """The answer row of ``generated_answer`` with its citations resolved against the passages it was given."""
+    if row.get("error"):
+        return Answer(question, "", error=dict(row["error"]), passages=len(passages or []))
+    text = str(row.get("answer") or "")
+    citations = [str(doc_id) for doc_id in row.get("citations") or []]
+    by_id = {str(passage["doc_id"]): passage for passage in passages or []}
+    quotes = quoted_sentences(text, len(citations))
+    sources = tuple(
+        source_of(number, doc_id, by_id.get(doc_id, {}), quotes.get(number, ()))
+        for number, doc_id in enumerate(citations, start=1)
+    )
+    reason = None
+    if not text:
+        reason = (
+            "no passage matched: none of the question's words is in the indexed text"
+            if not passages
+            else f"none of the {len(passages)} passages found holds a sentence sharing a content word with the question"
+        )
+    return Answer(question, text, sources, reason, passages=len(passages or []))
+
+
+def quoted_sentences(answer: str, citations: int) -> dict[int, tuple[str, ...]]:
+    """Marker number -> the answer's text before each of its markers (markers in a row cite the same text)."""
+    quotes: dict[int, list[str]] = {}
+    position = 0
+    pending: str | None = None
+    for match in MARKER.finditer(answer):
+        before = answer[position : match.start()].strip()
+        if before:
+            pending = before
+        number = int(match.group(1))
+        if pending and 1 <= number <= citations and pending not in quotes.setdefault(number, []):
+            quotes[number].append(pending)
+        position = match.end()
+    return {number: tuple(texts) for number, texts in quotes.items()}
+
+
+def source_of(number: int, doc_id: str, passage: Mapping[str, Any], quotes: tuple[str, ...]) -> Source:
+    metadata = passage.get("metadata")
+    meta: Mapping[str, Any] = metadata if isinstance(metadata, Mapping) else {}
+    text = str(passage.get("text") or "")
+    return Source(
+        number=number,
+        doc_id=doc_id,
+        file=_text(meta.get("source")),
+        chunk=_int(meta.get("chunk_index")),
+        page=_int(meta.get("page")),
+        lines=_quote_lines(text, meta, quotes),
+        title=_text(meta.get("title")),
+        quotes=quotes,
+    )
+
+
+def _quote_lines(text: str, metadata: Mapping[str, Any], quotes: tuple[str, ...]) -> tuple[int, int] | None:
+    """The file lines the quotes span: found in the passage's text (whitespace may differ), counted from the
+    passage's own ``line_start``; the passage's lines when a quote is not found; None without line numbers."""
+    first, last = _int(metadata.get("line_start")), _int(metadata.get("line_end"))
+    if first is None:
+        return None
+    spans = [_find_loosely(text, quote) for quote in quotes]
+    found = [span for span in spans if span is not None]
+    if not found:
+        return (first, last if last is not None else first)
+    start = min(span[0] for span in found)
+    end = max(span[1] for span in found)
+    return (first + text.count("\n", 0, start), first + text.count("\n", 0, end))
+
+
+def _find_loosely(text: str, quote: str) -> tuple[int, int] | None:
+    words = quote.split()
+    if not words:
+        return None
+    match = re.search(r"\s+".join(re.escape(word) for word in words), text)
+    return None if match is None else (match.start(), match.end())
+
+
+def _int(value: object) -> int | None:
+    return value if type(value) is int else None
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def read_questions(path: Path, data: bytes) -> list[str]:
+    """Questions from a file: one per line, or JSON Lines whose objects hold a ``question`` (or ``query``, or
+    ``text``); blank lines are skipped."""
+    try:
+        content = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise InvalidOptionError("--questions", str(path), f"UTF-8 text (byte {error.start})") from error
+    questions = []
+    for number, line in enumerate(content.splitlines(), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("{"):
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError) as error:
+                raise InvalidOptionError("--questions", f"{path}:{number}", "a JSON object per line") from error
+            question = next((record[key] for key in QUESTION_KEYS if isinstance(record, dict) and key in record), None)
+            if not isinstance(question, str) or not question.strip():
+                expected = "a JSON object with a non-empty 'question' (or 'query', 'text') string"
+                raise InvalidOptionError("--questions", f"{path}:{number}", expected)
+            line = question.strip()
+        questions.append(line)
+    if not questions:
+        raise InvalidOptionError("--questions", str(path), "at least one question")
+    return questions
+
+
+def print_answers(answers: Sequence[Answer], out: Console) -> None:
+    """Each answer, then its sources; a question above its answer when there are several."""
+    for position, answer in enumerate(answers):
+        if position:
+            out.print()
+        if len(answers) > 1:
+            out.print(Text(answer.question, style="bold"))
+        if answer.error is not None:
+            out.print(Text(f"error: {answer.error.get('type', 'Error')}: {answer.error.get('message', '')}", "red"))
+            continue
+        if not answer.text:
+            out.print(Text(f"No answer: {answer.reason}.", style="yellow"))
+            continue
+        out.print(Text(answer.text))
+        out.print()
+        for source in answer.sources:
+            out.print(Text(f"[{source.number}] ", style="bold") + Text(source.where()))
+            for quote in source.quotes:
+                out.print(Text(f"    “{quote}”", style="dim"))

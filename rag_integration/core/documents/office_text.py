@@ -1,0 +1,105 @@
+"""The text of PDF and Word files, with the libraries of the ``pdf`` (pypdf) and ``docx`` (python-docx) extras.
+
+Both parse files someone else wrote: a file the library cannot read is the caller's typed error naming the file,
+never the library's own exception. A file is already bounded in size when it arrives here (``max_file_bytes``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from rag_integration.core.errors import InvalidOptionError
+
+LOGGER = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PdfPage:
+    number: int
+    text: str
+    title: str | None
+
+
+@dataclass(frozen=True)
+class DocxText:
+    text: str
+    title: str | None
+
+
+def _optional(module: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
+def pdf_pages(data: bytes, shown: str, option: str = "paths") -> list[PdfPage] | None:
+    """Each page's extracted text (numbered from 1) and the document's title; None without pypdf."""
+    pypdf = _optional("pypdf")
+    if pypdf is None:
+        return None
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # its warnings about odd but readable files are noise here
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise InvalidOptionError(option, shown, "a PDF that opens without a password")
+        title = _clean_title(reader.metadata.title if reader.metadata is not None else None)
+        pages = enumerate(reader.pages, start=1)
+        return [PdfPage(number, separated_titles(page.extract_text() or ""), title) for number, page in pages]
+    except InvalidOptionError:
+        raise
+    except Exception as error:  # pypdf raises many kinds (PdfReadError, KeyError, ValueError...) on a damaged file
+        raise InvalidOptionError(option, shown, f"a readable PDF ({type(error).__name__}: {error})") from error
+
+
+def separated_titles(text: str) -> str:
+    """A PDF page's lines with a blank line after each that reads as a title: much shorter than the page's full
+    lines, ending without punctuation, the next line starting a new sentence. A PDF keeps no paragraphs, only
+    lines, and a heading run into its first sentence would be quoted with it."""
+    lines = text.split("\n")
+    lengths = sorted(len(line.strip()) for line in lines if line.strip())
+    if len(lengths) < 2:
+        return text
+    full = lengths[(len(lengths) * 9) // 10]
+    kept: list[str] = []
+    for line, following in zip(lines, [*lines[1:], ""], strict=True):
+        kept.append(line)
+        stripped, next_line = line.strip(), following.lstrip()
+        if (
+            stripped
+            and len(stripped) <= TITLE_SHARE * full
+            and stripped[-1] not in TITLE_END_MARKS
+            and next_line[:1].isupper()
+        ):
+            kept.append("")
+    return "\n".join(kept)
+
+
+TITLE_SHARE = 0.6
+TITLE_END_MARKS = frozenset(".!?\u2026:;,-\u2013\u2014")
+
+
+def docx_text(data: bytes, shown: str, option: str = "paths") -> DocxText | None:
+    """The paragraphs of a Word document, then its tables' cells row by row, one per line; None without
+    python-docx."""
+    docx = _optional("docx")
+    if docx is None:
+        return None
+    try:
+        document = docx.Document(io.BytesIO(data))
+        lines = [paragraph.text for paragraph in document.paragraphs]
+        for table in document.tables:
+            for row in table.rows:
+                lines.append(" | ".join(cell.text for cell in row.cells))
+        title = _clean_title(document.core_properties.title)
+    except Exception as error:  # a zip that is not a Word document, broken XML...
+        raise InvalidOptionError(option, shown, f"a readable .docx ({type(error).__name__}: {error})") from error
+    return DocxText("\n".join(line for line in lines if line.strip()), title)
+
+
+def _clean_title(raw: object) -> str | None:
+    return " ".join(raw.split()) or None if isinstance(raw, str) else None

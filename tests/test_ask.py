@@ -1,0 +1,156 @@
+"""``rag-integration ask``: a cited answer from a folder of Markdown, reStructuredText, HTML and PDF files, every
+file read or told why not, line and page numbers that point at the quoted sentence."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pdf_files import pdf_bytes
+
+from rag_integration.cli import main
+from rag_integration.core.documents import office_text
+from rag_integration.core.documents.files import SKIPPED_FILES
+from rag_integration.core.errors import InvalidOptionError
+from rag_integration.feature_groups.rag_pipeline import STAGES
+from rag_integration.testing.runner import run_feature
+
+OIL = "Change the engine oil every 10,000 km or once a year, whichever comes first."
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tyres.md").write_text(
+        "# Tyres\n\nCheck the tyre pressure once a month, when the tyres are cold.\n\n"
+        "Rotate the tyres every 8,000 km.\n",
+        encoding="utf-8",
+    )
+    (docs / "bread.rst").write_text(
+        "Baking bread\n============\n\nSourdough bread needs a starter that is fed daily.\n"
+        "A loaf bakes for 40 minutes at 230 degrees.\n",
+        encoding="utf-8",
+    )
+    (docs / "garden.html").write_text(
+        "<html><head><title>Garden notes</title><script>var oil = 'engine oil changed';</script></head>"
+        "<body><h1>Roses</h1><p>Prune roses in late winter, before new growth starts.</p></body></html>",
+        encoding="utf-8",
+    )
+    manual = [
+        ["Owner's manual", "Contents: engine, brakes."],
+        ["Servicing the engine", OIL, "Use the grade in the manual."],
+    ]
+    (docs / "manual.pdf").write_bytes(pdf_bytes(manual, title="Car manual"))
+    (docs / "photo.png").write_bytes(b"\x89PNG\r\n")
+    return docs
+
+
+def ask(capsys: pytest.CaptureFixture[str], *arguments: str) -> tuple[int, str, str]:
+    code = main(["ask", *arguments, "--no-progress", "--no-cache"])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_the_question_is_answered_from_the_right_file_with_its_page(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = ask(capsys, "How often should the engine oil be changed?", "--files", str(folder))
+    assert code == 0, err
+    answer, sources = out.split("\n\n", 1)
+    assert answer.strip() == f"{OIL} [1]"
+    assert sources.splitlines()[0] == f"[1] {folder / 'manual.pdf'}, “Car manual”, page 2, chunk 1"
+    assert f"“{OIL}”" in sources
+    assert "skipped 1 file(s) not read (--verbose lists them)" in err
+
+
+def test_each_answer_cites_its_file_and_the_lines_it_quotes(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = ask(
+        capsys, "How long does a loaf bake?", "When should roses be pruned?", "--files", str(folder), "--json"
+    )
+    assert code == 0
+    loaf, roses = json.loads(out)
+    assert loaf["answer"] == "A loaf bakes for 40 minutes at 230 degrees. [1]"
+    [source] = loaf["sources"]
+    assert source["file"] == str(folder / "bread.rst") and source["lines"] == [5, 5]
+    lines = (folder / "bread.rst").read_text(encoding="utf-8").splitlines()
+    assert source["quotes"][0] in lines[source["lines"][0] - 1]
+    assert roses["sources"][0]["title"] == "Garden notes" and roses["sources"][0]["lines"] is None
+
+
+def test_every_file_not_read_is_counted_and_listed_with_why(
+    folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (folder / "scan.pdf").write_bytes(pdf_bytes([[]]))
+    monkeypatch.setattr(office_text, "_optional", lambda module: None)  # neither extra installed
+    (folder / "notes.docx").write_bytes(b"PK\x03\x04")
+    code, _, err = ask(capsys, "When should roses be pruned?", "--files", str(folder), "--verbose")
+    assert code == 0
+    assert "skipped 4 file(s) not read" in err
+    assert f"{folder / 'photo.png'}: not a file type read here (.png)" in err
+    assert f"{folder / 'manual.pdf'}: a .pdf needs the 'pdf' extra (pypdf)" in err
+    assert f"{folder / 'notes.docx'}: a .docx needs the 'docx' extra (python-docx)" in err
+
+
+def test_a_pdf_without_text_is_skipped_and_a_damaged_one_is_a_typed_error(tmp_path: Path) -> None:
+    pytest.importorskip("pypdf")
+    (tmp_path / "scan.pdf").write_bytes(pdf_bytes([[], []]))
+    SKIPPED_FILES.take()
+    options = {"document_source": "files", "paths": str(tmp_path / "scan.pdf")}
+    assert run_feature("docs", options, set(STAGES)) == []
+    assert [file.reason for file in SKIPPED_FILES.take()] == ["no text layer (scanned pages need OCR first)"]
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog")
+    with pytest.raises(InvalidOptionError, match="a readable PDF"):
+        run_feature("docs", {**options, "paths": str(tmp_path / "broken.pdf")}, set(STAGES))
+
+
+def test_a_word_document_is_read_with_its_title_and_tables(tmp_path: Path) -> None:
+    docx = pytest.importorskip("docx")
+    document = docx.Document()
+    document.core_properties.title = "Service plan"
+    document.add_paragraph("Brakes are checked at every service.")
+    table = document.add_table(rows=1, cols=2)
+    table.rows[0].cells[0].text, table.rows[0].cells[1].text = "Oil", "every 10,000 km"
+    data = io.BytesIO()
+    document.save(data)
+    (tmp_path / "plan.docx").write_bytes(data.getvalue())
+    [row] = run_feature("docs", {"document_source": "files", "paths": str(tmp_path)}, set(STAGES))
+    assert row["text"] == "Brakes are checked at every service.\nOil | every 10,000 km"
+    assert row["title"] == "Service plan" and row["doc_id"] == "plan.docx"
+
+
+def test_chunks_of_a_text_file_know_their_lines(tmp_path: Path) -> None:
+    text = "# Title\n\nFirst paragraph, line one.\nStill the first.\n\n\nSecond paragraph.\n\n- a list item\n"
+    (tmp_path / "notes.md").write_text(text, encoding="utf-8")
+    options = {"document_source": "files", "paths": str(tmp_path), "chunker": "paragraph"}
+    rows = run_feature("docs__chunked", options, set(STAGES))
+    lines = text.splitlines()
+    assert rows
+    for row in rows:
+        shown = "\n".join(lines[row["line_start"] - 1 : row["line_end"]])
+        assert shown.strip() == row["text"].strip()
+
+
+def test_questions_from_a_file_are_each_answered_and_a_missing_answer_says_why(
+    folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    questions = tmp_path / "questions.jsonl"
+    rows: list[dict[str, Any]] = [{"question": "How long does a loaf bake?"}, {"question": "Who won the 1954 cup?"}]
+    questions.write_text("\n".join(json.dumps(row) for row in rows) + "\n\n", encoding="utf-8")
+    code, out, _ = ask(capsys, "--questions", str(questions), "--files", str(folder))
+    assert code == 0
+    assert out.splitlines()[0] == "How long does a loaf bake?"
+    assert "No answer: no passage matched: none of the question's words is in the indexed text." in out
+    questions.write_text("How long does a loaf bake?\n{not json\n", encoding="utf-8")
+    code, _, err = ask(capsys, "--questions", str(questions), "--files", str(folder))
+    assert code == 1 and "--questions" in err
+
+
+def test_usage_errors_exit_2(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert ask(capsys, "--files", str(folder))[0] == 2
+    assert ask(capsys, "why?", "--files", str(folder), "--generate", "poem")[0] == 2
+    assert ask(capsys, "why?", "--files", str(folder), "--on-error", "ignore")[0] == 2
+    assert ask(capsys, "why?")[0] == 2
