@@ -164,10 +164,14 @@ def index(
     index_dir: Annotated[Path, typer.Option(help="folder the store is written to")],
     embedding_model: Annotated[str, typer.Option(help="'minilm' (default) or 'hash'")] = "minilm",
     chunker: Annotated[str, typer.Option(help="'sentence', 'paragraph', 'fixed' or 'none'")] = "sentence",
+    keep: Annotated[int, typer.Option(min=1, help="store versions kept, this one counted; older ones are removed")] = 2,
     progress: Annotated[bool, typer.Option(help="draw progress bars on stderr")] = True,
 ) -> int:
     """Read, chunk, embed and persist your documents as a FAISS store; `search --index-dir` answers from it."""
+    from rag_integration.core.documents.files import READ_FILES
+    from rag_integration.core.documents.source_record import save_record
     from rag_integration.core.indexes.embedders import get_embedder
+    from rag_integration.core.indexes.store import current_version
     from rag_integration.feature_groups.rag_pipeline import STAGES
 
     feature_name = "docs__chunked__embedded__indexed" if chunker != "none" else "docs__embedded__indexed"
@@ -175,12 +179,17 @@ def index(
         "embedding_model": embedding_model,
         "vector_store": "faiss",
         "index_dir": str(index_dir),
+        "keep_versions": keep,
     }
     before = _stored_chunks(index_dir)
     embedder = get_embedder(embedding_model)
     embedded = embedder.texts_embedded
+    READ_FILES.take()
     with progress_display(progress), step(f"indexing {len(paths)} path(s) into {index_dir}"):
         rows = _run_feature(feature_name, options, set(STAGES), progress)
+    live = current_version(index_dir)
+    if live is not None:
+        save_record(index_dir, live.name, [str(path) for path in paths], READ_FILES.take())
     after = {str(row["doc_id"]): str(row["text"]) for row in rows}
     added = sum(1 for doc_id in after if doc_id not in before)
     changed = sum(1 for doc_id, text in after.items() if doc_id in before and before[doc_id] != text)
@@ -286,6 +295,7 @@ def _retrieval(
         raise typer.BadParameter("give either --index-dir or --files", param_hint="--index-dir / --files")
     options: dict[str, Any] = {"query_text": queries, "top_k": top_k}
     if index_dir is not None:
+        _warn_if_stale(index_dir)
         options |= {"retrieve_backend": "vector_store", "index_dir": str(index_dir), "embedding_model": embedding_model}
         return options, {VectorStoreRetriever}
     try:
@@ -404,6 +414,26 @@ def ask(
             for file in skipped:
                 print(f"  {file.path}: {file.reason}", file=sys.stderr)
     return 1 if any(answer.error for answer in answers) else 0
+
+
+def _warn_if_stale(index_dir: Path) -> None:
+    """Say on stderr when the files a store was indexed from changed since (``index`` keeps their record)."""
+    from rag_integration.core.documents.files import FileRules
+    from rag_integration.core.documents.source_record import changes_since
+    from rag_integration.core.indexes.store import current_version
+    from rag_integration.feature_groups.rag_pipeline.documents.file_source import SUFFIXES
+
+    try:
+        live = current_version(index_dir, "--index-dir")
+    except ConnectorError:
+        return  # the search itself reports a broken store
+    changes = None if live is None else changes_since(index_dir, live.name, FileRules(suffixes=SUFFIXES))
+    if changes:
+        print(
+            f"warning: {index_dir} is out of date: {changes.describe()} since it was indexed; "
+            "run `rag-integration index` again to update it",
+            file=sys.stderr,
+        )
 
 
 RERANK_DEPTH = 100

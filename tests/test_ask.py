@@ -154,3 +154,34 @@ def test_usage_errors_exit_2(folder: Path, capsys: pytest.CaptureFixture[str]) -
     assert ask(capsys, "why?", "--files", str(folder), "--generate", "poem")[0] == 2
     assert ask(capsys, "why?", "--files", str(folder), "--on-error", "ignore")[0] == 2
     assert ask(capsys, "why?")[0] == 2
+
+
+def test_a_store_says_when_its_files_changed_and_index_keeps_two_versions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs, store = tmp_path / "docs", tmp_path / "store"
+    docs.mkdir()
+    for name in ("oil", "tyres", "bread"):
+        (docs / f"{name}.md").write_text(f"Notes on {name}, first edition.\n", encoding="utf-8")
+
+    def index() -> None:
+        assert main(["index", str(docs), "--index-dir", str(store), "--embedding-model", "hash", "--no-progress"]) == 0
+
+    def search_warning() -> str:
+        code = main(["search", "notes", "--index-dir", str(store), "--embedding-model", "hash", "--no-progress"])
+        assert code == 0
+        return capsys.readouterr().err
+
+    index()
+    assert "out of date" not in search_warning()
+    (docs / "oil.md").write_text("Notes on oil, second edition.\n", encoding="utf-8")
+    (docs / "bread.md").unlink()
+    (docs / "brakes.md").write_text("Notes on brakes.\n", encoding="utf-8")
+    (docs / "tyres.md").touch()  # touched, not changed
+    warning = search_warning()
+    assert f"warning: {store} is out of date: 1 file(s) changed, 1 file(s) added, 1 file(s) removed" in warning
+    index()
+    assert "out of date" not in search_warning()
+    (docs / "oil.md").write_text("Notes on oil, third edition.\n", encoding="utf-8")
+    index()
+    assert len([entry for entry in store.iterdir() if entry.name.startswith("v-")]) == 2  # --keep 2

@@ -366,6 +366,27 @@ def test_replaced_versions_are_removed_once_stale(tmp_path: Path, monkeypatch: p
     assert live is not None and live.name == version.name and live.claim.settings == {"n": 9}
 
 
+def test_keep_removes_all_but_the_newest_versions_at_once_unless_a_reader_holds_one(tmp_path: Path) -> None:
+    def write(n: int, keep: int) -> str:
+        return write_store(
+            tmp_path, StoreClaim("test", {"n": n}, "f"), lambda staging: (staging / "a").write_text("x"), keep=keep
+        )
+
+    names = [write(n, keep=2) for n in range(4)]
+    assert sorted(entry.name for entry in tmp_path.iterdir() if entry.name.startswith("v-")) == sorted(names[-2:])
+    held = tmp_path / names[-1]
+    with index_store._version_lock(held) as locked:  # a reader checking and loading it
+        assert locked
+        newest = write(9, keep=1)
+        assert held.is_dir()  # replaced, but still read: left in place
+    assert {entry.name for entry in tmp_path.iterdir() if entry.name.startswith(("v-", ".removed-"))} == {
+        names[-1],
+        newest,
+    }
+    last = write(10, keep=1)
+    assert [entry.name for entry in tmp_path.iterdir() if entry.name.startswith(("v-", ".removed-"))] == [last]
+
+
 WRITER = textwrap.dedent(
     """
     import sys, time

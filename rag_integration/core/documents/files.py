@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import hashlib
 import logging
 import os
 import stat
@@ -60,6 +61,42 @@ class SkippedFiles:
 
 
 SKIPPED_FILES = SkippedFiles()
+
+
+@dataclass(frozen=True, slots=True)
+class ReadFile:
+    """A file a document source read: its resolved path, size, modification time and content hash."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    sha256: str
+
+
+class ReadFiles:
+    """Every file read, for the command line's record of what an index was built from (``index``), taken after
+    the run like ``SKIPPED_FILES``."""
+
+    def __init__(self) -> None:
+        self._files: list[ReadFile] = []
+        self._lock = threading.Lock()
+
+    def record(self, path: Path, data: bytes) -> None:
+        try:
+            modified = os.stat(path).st_mtime_ns
+        except OSError:
+            return
+        entry = ReadFile(str(path), len(data), modified, hashlib.sha256(data).hexdigest())
+        with self._lock:
+            self._files.append(entry)
+
+    def take(self) -> list[ReadFile]:
+        with self._lock:
+            taken, self._files = self._files, []
+        return taken
+
+
+READ_FILES = ReadFiles()
 
 
 @dataclass(frozen=True, slots=True)

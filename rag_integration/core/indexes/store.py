@@ -21,7 +21,8 @@ import shutil
 import stat
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
@@ -84,9 +85,16 @@ class StoredVersion:
         return self.folder.name
 
 
-def write_store(folder: Path, claim: StoreClaim, save: Callable[[Path], None], option: str = "index_dir") -> str:
+def write_store(
+    folder: Path,
+    claim: StoreClaim,
+    save: Callable[[Path], None],
+    option: str = "index_dir",
+    keep: int | None = None,
+) -> str:
     """Write a new version of the store in ``folder`` with ``save(version_folder)``, make it the live one and return
-    its name."""
+    its name. Versions no longer live are removed once ``STALE_SECONDS`` old; with ``keep``, all but the ``keep``
+    newest (the live one counted) are removed at once unless a reader holds one (``held_versions``)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder))
@@ -115,7 +123,7 @@ def write_store(folder: Path, claim: StoreClaim, save: Callable[[Path], None], o
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
-    _remove_stale(folder, keep=version.name)
+    _remove_stale(folder, live=version.name, keep=keep)
     return version.name
 
 
@@ -141,25 +149,71 @@ def _replace_pointer(folder: Path, version: str) -> None:
             os.unlink(staged)
 
 
-def _remove_stale(folder: Path, keep: str) -> None:
-    """Best effort: versions that are no longer live and staging folders left by a crashed writer."""
+def _remove_stale(folder: Path, live: str, keep: int | None = None) -> None:
+    """Best effort: versions that are no longer live (beyond the ``keep`` newest, or stale) and staging folders
+    left by a crashed writer."""
     now = time.time()
     try:
         entries = list(os.scandir(folder))
     except OSError:
         return
+    replaced: list[tuple[float, os.DirEntry[str]]] = []
     for entry in entries:
-        if entry.name.startswith("v-") and entry.name != keep:
-            cutoff = now - STALE_SECONDS
-        elif entry.name.startswith(".staging-"):
-            cutoff = now - STALE_STAGING_SECONDS
-        else:
-            continue
         try:
-            if entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
-                shutil.rmtree(entry.path, ignore_errors=True)
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            modified = entry.stat(follow_symlinks=False).st_mtime
         except OSError:
             continue
+        if entry.name.startswith("v-") and entry.name != live:
+            replaced.append((modified, entry))
+        elif entry.name.startswith(".staging-") and modified < now - STALE_STAGING_SECONDS:
+            shutil.rmtree(entry.path, ignore_errors=True)
+    replaced.sort(key=lambda item: (-item[0], item[1].name))
+    for position, (modified, entry) in enumerate(replaced):
+        if keep is not None and position >= keep - 1:
+            _remove_unless_read(Path(entry.path))
+        elif keep is None and modified < now - STALE_SECONDS:
+            shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _remove_unless_read(version: Path) -> None:
+    """Remove a version no reader holds: renamed out of the store first, so it vanishes whole, then deleted."""
+    with _version_lock(version, exclusive=True) as locked:
+        if not locked:
+            return
+        doomed = version.with_name(".removed-" + version.name)
+        try:
+            os.rename(version, doomed)
+        except OSError:
+            return
+    shutil.rmtree(doomed, ignore_errors=True)
+
+
+@contextmanager
+def _version_lock(version: Path, exclusive: bool = False) -> Iterator[bool]:
+    """A lock on a version folder: shared while a reader checks and loads it, exclusive (not waiting) for a writer
+    removing it; yields whether it is held. Where ``fcntl`` is missing, readers take none and a remover always
+    may, as without ``keep``."""
+    try:
+        import fcntl
+    except ImportError:
+        yield True
+        return
+    try:
+        descriptor = os.open(version, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(descriptor, (fcntl.LOCK_EX | fcntl.LOCK_NB) if exclusive else fcntl.LOCK_SH)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(descriptor)
 
 
 def current_version(folder: Path, option: str = "index_dir") -> StoredVersion | None:
@@ -208,16 +262,20 @@ def load_version(version: StoredVersion, load: Callable[[Path], Loaded], option:
     """``load(version_folder)`` after checking every file against the manifest; anything that goes wrong while
     loading (a library's own error on a bad file) is an ``IndexMismatchError`` too, and so is a file or folder
     vanishing mid-check (a writer removed a replaced version): ``read_store`` then reads the new one."""
-    try:
-        _check_files(version, option)
-    except OSError as error:
-        raise _mismatch(option, version.folder, f"a readable version folder ({error})") from error
-    try:
-        return load(version.folder)
-    except IndexMismatchError:
-        raise
-    except Exception as error:  # a library's own error on a file it cannot read: the version is unusable
-        raise _mismatch(option, version.folder, f"files the index can be read from ({type(error).__name__})") from error
+    with _version_lock(version.folder) as held:
+        if not held:
+            raise _mismatch(option, version.folder, "a version folder that is still there")
+        try:
+            _check_files(version, option)
+        except OSError as error:
+            raise _mismatch(option, version.folder, f"a readable version folder ({error})") from error
+        try:
+            return load(version.folder)
+        except IndexMismatchError:
+            raise
+        except Exception as error:  # a library's own error on a file it cannot read: the version is unusable
+            kind = type(error).__name__
+            raise _mismatch(option, version.folder, f"files the index can be read from ({kind})") from error
 
 
 def _check_files(version: StoredVersion, option: str) -> None:

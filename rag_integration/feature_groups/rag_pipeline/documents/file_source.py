@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from rag_integration.core.documents.files import (
     DEFAULT_MAX_FILE_BYTES,
+    READ_FILES,
     SKIPPED_FILES,
     FileRules,
     FoundFile,
@@ -76,7 +77,9 @@ class FileDocumentSource(BaseDocumentSource):
         paths = settings.paths
         documents: list[dict[str, Any]] = []
         for file in find_files([paths] if isinstance(paths, str) else paths, rules):
-            documents.extend(_read_file(file, read_file_bytes(file, rules), settings))
+            data = read_file_bytes(file, rules)
+            READ_FILES.record(file.real, data)
+            documents.extend(_read_file(file, data, settings))
         return documents
 
 

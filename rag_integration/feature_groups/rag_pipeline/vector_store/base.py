@@ -14,12 +14,20 @@ from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.indexes.embedders import get_embedder
 from rag_integration.core.indexes.store import intact_claim
-from rag_integration.core.options import OptionReader, option_keys
+from rag_integration.core.options import OptionReader, OptionSpec, option_keys
 from rag_integration.feature_groups.rag_pipeline.base import StageFeatureGroup, document_row
 from rag_integration.feature_groups.rag_pipeline.embedding import HashEmbeddingStage, MiniLMEmbeddingStage
 from rag_integration.feature_groups.rag_pipeline.vector_store.store import store_claim, write_store
 
 EMBEDDING_KEYS = ("embedding", "embedding_model")
+KEEP_VERSIONS: OptionSpec[int | None] = OptionSpec(
+    "keep_versions",
+    "integer",
+    "versions of the store kept in index_dir, the live one counted; older ones are removed unless a reader holds "
+    "one (default: each is removed a minute after it was replaced)",
+    default=None,
+    minimum=1,
+)
 
 
 class BaseVectorStore(StageFeatureGroup):
@@ -28,7 +36,7 @@ class BaseVectorStore(StageFeatureGroup):
     FAMILY: ClassVar[str] = "vector_store"
     FEATURE_NAME: ClassVar[str] = "<source>__indexed"
     SELECTOR: ClassVar[str] = "vector_store"
-    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(INDEX_DIR)
+    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(INDEX_DIR, KEEP_VERSIONS)
     SUFFIX: ClassVar[str] = "__indexed"
 
     @classmethod
@@ -36,12 +44,13 @@ class BaseVectorStore(StageFeatureGroup):
         folder = read_index_dir(reader, required=True)
         assert folder is not None
         settings = cls.read_settings(reader)
+        keep = KEEP_VERSIONS.read(reader)
         vectors, model = _embedded_vectors(documents)
         plain = [Document(doc.doc_id, doc.text, _without_embedding(doc.metadata)) for doc in documents]
         claim = store_claim(plain, get_embedder(model).model_id, int(vectors.shape[1]), settings)
         stored = intact_claim(folder)
         if stored is None or not stored.same_as(claim):  # an identical store on disk is kept as it is
-            write_store(folder, vectors, plain, claim)
+            write_store(folder, vectors, plain, claim, keep)
         return [document_row(doc.doc_id, doc.text, doc.metadata) for doc in plain]
 
     @classmethod

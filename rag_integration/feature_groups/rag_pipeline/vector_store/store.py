@@ -101,7 +101,11 @@ def _metadata_json(documents: Sequence[Document]) -> str:
 
 
 def write_store(
-    folder: Path, vectors: npt.NDArray[np.float32], documents: Sequence[Document], claim: StoreClaim
+    folder: Path,
+    vectors: npt.NDArray[np.float32],
+    documents: Sequence[Document],
+    claim: StoreClaim,
+    keep: int | None = None,
 ) -> None:
     """Stage the store's files and swap them in whole (``core.indexes.store``): the store already there survives
     any failure."""
@@ -113,7 +117,7 @@ def write_store(
         index_store.save_npy(staging / FAISS_VECTORS_FILE, np.asarray(vectors, dtype=np.float32))
         (staging / DOCUMENTS_FILE).write_text(lines, encoding="ascii")
 
-    index_store.write_store(folder, claim, save)
+    index_store.write_store(folder, claim, save, keep=keep)
 
 
 def check_store_claim(claim: StoreClaim, folder: Path) -> None:
