@@ -203,6 +203,7 @@ def _walk(
                 if max_depth is None or depth + 1 < max_depth:
                     pending.append((shown, relative + "/", depth + 1))
             elif entry.is_symlink() and entry.is_dir():
+                LOGGER.warning("file source: not descending into the symlinked folder %s", shown)
                 SKIPPED_FILES.record(shown, "a linked folder, not followed")
             elif not accept(relative):
                 continue
