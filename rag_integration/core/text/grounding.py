@@ -181,10 +181,16 @@ def is_clause_quote(piece: str, text: str) -> bool:
     return QuoteSource.of(text).holds_clauses(quoted)
 
 
+LATER_TEXT = 0.3
+"""How much less a sentence of each later passage counts: a retriever's first passage holds the answer more often
+(XQuAD, bm25s top 3: answers holding a gold span en 0.761 -> 0.775, de 0.689 -> 0.707, es 0.728 -> 0.750)."""
+
+
 def quotable_sentences(query: str, texts: Sequence[str]) -> list[QuotableSentence]:
     """Every sentence of ``texts`` in quote form (split with its markers already removed, as ``QuoteSource`` splits
-    it), scored by BM25 overlap with the query (idf over these sentences), best first; ties go to the earlier text,
-    then the earlier sentence. A sentence under a heading is scored together with the heading's words, and a
+    it), scored by BM25 overlap with the query (idf over these sentences), best first; the texts come best first, so
+    a sentence of the n-th (from 0) counts ``1 / (1 + LATER_TEXT * n)`` of its match, and ties go to the earlier
+    text, then the earlier sentence. A sentence under a heading is scored together with the heading's words, and a
     heading is not quotable itself (``core.sentences.sentences``). A sentence sharing no content word with the
     query (nor its heading) scores exactly 0."""
     found: list[tuple[int, int, str, str]] = []
@@ -199,7 +205,10 @@ def quotable_sentences(query: str, texts: Sequence[str]) -> list[QuotableSentenc
     kind = answer_kind(query)
     ranked = [
         QuotableSentence(
-            source, index, quoted, score * ANSWER_KIND_WEIGHT if holds_answer_kind(quoted, kind) else score
+            source,
+            index,
+            quoted,
+            (score * ANSWER_KIND_WEIGHT if holds_answer_kind(quoted, kind) else score) / (1.0 + LATER_TEXT * source),
         )
         for (source, index, quoted, _), score in zip(found, scores)
     ]

@@ -51,10 +51,16 @@ def generate(backend: type[BaseGenerateConnector], **options: Any) -> Any:
     return run_feature("generated_answer", request, {backend})
 
 
-def test_extractive_answers_with_one_sentence() -> None:
+def test_extractive_answers_with_the_best_sentence_and_the_next_only_when_it_matches_too() -> None:
     row = generate(ExtractiveResponder, query_text="engine oil and sourdough bread")[0]
-    assert row["answer"].count("[1]") == 1 and row["answer"].endswith("[1]")
-    assert row["citations"] in (["engine"], ["bread"])
+    assert (
+        row["answer"]
+        == "Change the engine oil every 10,000 km. [1] Dr. Weber recommends 4.5 litres of oil, e.g. for a small car. [1]"
+    )
+    assert row["citations"] == ["engine"]
+    assert_grounded(row, RETRIEVED)
+    alone = generate(ExtractiveResponder, query_text="how many litres for a small car")[0]
+    assert alone["answer"] == "Dr. Weber recommends 4.5 litres of oil, e.g. for a small car. [1]"
 
 
 def test_template_cites_each_passage_once_and_reuses_its_marker() -> None:

@@ -1,4 +1,5 @@
-"""The simplest grounded answer: the one sentence that best matches the query, with its single citation."""
+"""The simplest grounded answer: the sentence that best matches the query (and the next one when it matches too),
+with its single citation."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import ClassVar
 
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.options import NoSettings
+from rag_integration.core.text.lexical import lexical_scores
 from rag_integration.feature_groups.connectors.generate.base import (
     Answer,
     BaseGenerateConnector,
@@ -16,12 +18,20 @@ from rag_integration.feature_groups.connectors.generate.base import (
 
 
 class ExtractiveResponder(BaseGenerateConnector[NoSettings]):
-    """``generate_backend="extractive"``: the best-matching sentence of any passage and ``[1]``; no sentence sharing
-    a word with the query means no answer (``""``, no citations) rather than an unrelated one."""
+    """``generate_backend="extractive"``: the best-matching sentence of any passage and ``[1]``, and the sentence after
+    it when that one also shares a word with the query (an answer often runs on: "...a string over an alphabet.
+    Usually, the alphabet is taken to be the binary alphabet"); no sentence sharing a word with the query means no
+    answer (``""``, no citations) rather than an unrelated one."""
 
     BACKEND: ClassVar[str | None] = "extractive"
 
     @classmethod
     def respond(cls, query: str, passages: Sequence[Document], settings: NoSettings) -> Answer:
-        best = scored_sentences(query, passages)[:1]
-        return compose([sentence for sentence in best if sentence.score > 0.0], passages)
+        ranked = scored_sentences(query, passages)
+        if not ranked or ranked[0].score <= 0.0:
+            return compose([], passages)
+        best = ranked[0]
+        following = next((s for s in ranked if s.source == best.source and s.index == best.index + 1), None)
+        if following is None or lexical_scores(query, [following.text])[0] <= 0.0:  # its own words, not its heading's
+            return compose([best], passages)
+        return compose([best, following], passages)
