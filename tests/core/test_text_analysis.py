@@ -7,7 +7,14 @@ from __future__ import annotations
 import pytest
 
 from rag_integration.core.errors import InvalidOptionError
-from rag_integration.core.text.analysis import AUTO, analyzer_for, check_language, supported_languages, words
+from rag_integration.core.text.analysis import (
+    AUTO,
+    analyzer_for,
+    check_language,
+    count_words,
+    supported_languages,
+    words,
+)
 from rag_integration.core.text.languages import CorpusLanguages, document_languages, query_language
 
 
@@ -37,6 +44,13 @@ def test_english_analysis_is_bm25s_analysis() -> None:
 )
 def test_each_language_is_analysed_with_its_own_rules(language: str, text: str, terms: list[str]) -> None:
     assert analyzer_for(language).terms(text) == terms
+
+
+def test_words_are_counted_in_every_script() -> None:
+    assert count_words("Change the engine oil, then check the tyres.") == 8
+    assert count_words("Häuser und Gärten") == 3 and count_words("हिन्दी भाषा") == 2
+    assert count_words("黑豹队的防守") == 6  # a character of a script without spaces counts as a word
+    assert count_words("NFL的308分") == 4 and count_words("") == 0  # NFL, 的, 308, 分
 
 
 def test_a_word_whose_stem_is_empty_is_no_term() -> None:

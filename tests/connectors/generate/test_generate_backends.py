@@ -75,6 +75,21 @@ def test_template_respects_max_sentences() -> None:
     assert len([piece for piece in row["answer"].split("]") if piece.strip()]) == 2
 
 
+def test_template_keeps_within_max_words_and_always_answers_with_its_best_sentence() -> None:
+    query = "oil engine car litres"
+    whole = generate(TemplateResponder, query_text=query, max_sentences=3)[0]["answer"]
+    assert whole.count("[1]") == 2
+    one = generate(TemplateResponder, query_text=query, max_sentences=3, max_words=3)[0]["answer"]
+    assert one == whole.split(" [1]")[0] + " [1]"  # longer than 3 words, but the best one is always given
+    assert generate(TemplateResponder, query_text=query, max_sentences=3, max_words=40)[0]["answer"] == whole
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 1.5, "2"])
+def test_bad_max_words_is_a_typed_error(bad: Any) -> None:
+    with pytest.raises(InvalidOptionError, match="max_words"):
+        generate(TemplateResponder, query_text="oil", max_words=bad)
+
+
 @pytest.mark.parametrize("bad", [0, -1, True, 1.5, "2"])
 def test_bad_max_sentences_is_a_typed_error(bad: Any) -> None:
     with pytest.raises(InvalidOptionError, match="max_sentences"):

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.options import option
+from rag_integration.core.text.analysis import count_words
 from rag_integration.core.text.grounding import QuotableSentence
 from rag_integration.feature_groups.connectors.generate.base import (
     Answer,
@@ -24,11 +25,20 @@ class TemplateSettings:
     max_sentences: int = option(
         "max_sentences", "integer", "`template` only: most sentences in one answer", default=3, minimum=1
     )
+    max_words: int | None = option(
+        "max_words",
+        "integer",
+        "`template` only: most words in one answer (the best sentence is kept whatever its length; a later one "
+        "that would pass the budget is left out for a shorter one); none by default",
+        default=None,
+        minimum=1,
+    )
 
 
 class TemplateResponder(BaseGenerateConnector[TemplateSettings]):
-    """``generate_backend="template"``: up to ``max_sentences`` (default 3) best-matching sentences, best first, as
-    ``"sentence [n] sentence [m]"``; each passage drawn from is cited once, a repeated sentence is used once."""
+    """``generate_backend="template"``: up to ``max_sentences`` (default 3) best-matching sentences within
+    ``max_words``, best first (by their match, not their place in the passages), as ``"sentence [n] sentence [m]"``;
+    each passage drawn from is cited once, a repeated sentence is used once."""
 
     BACKEND: ClassVar[str | None] = "template"
     SETTINGS: ClassVar[type[Any] | None] = TemplateSettings
@@ -37,10 +47,16 @@ class TemplateResponder(BaseGenerateConnector[TemplateSettings]):
     def respond(cls, query: str, passages: Sequence[Document], settings: TemplateSettings) -> Answer:
         picks: list[QuotableSentence] = []
         seen: set[str] = set()
+        words = 0
         for sentence in scored_sentences(query, passages):
             if sentence.score <= 0.0 or len(picks) == settings.max_sentences:
                 break
-            if sentence.text.casefold() not in seen:
-                seen.add(sentence.text.casefold())
-                picks.append(sentence)
+            length = count_words(sentence.text)
+            if sentence.text.casefold() in seen or (
+                picks and settings.max_words is not None and words + length > settings.max_words
+            ):
+                continue
+            seen.add(sentence.text.casefold())
+            picks.append(sentence)
+            words += length
         return compose(picks, passages)
