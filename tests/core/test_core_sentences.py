@@ -23,6 +23,10 @@ from rag_integration.core.text.sentences import sentence_spans, split_sentences
             ["J. R. R. Tolkien wrote books.", "He lived in the U.K. for years."],
         ),
         ("Versions 2.0 and 3.5. The end", ["Versions 2.0 and 3.5.", "The end"]),
+        (
+            "After Brown v. Board of Education it changed. Then",
+            ["After Brown v. Board of Education it changed.", "Then"],
+        ),
         ("Pi is 3.14159 roughly. Yes", ["Pi is 3.14159 roughly.", "Yes"]),
         ("Der Ärztin gefällt das. Über Nacht blieb es kalt.", ["Der Ärztin gefällt das.", "Über Nacht blieb es kalt."]),
         ("Das ist z.B. gut. Öl ist teuer.", ["Das ist z.B. gut.", "Öl ist teuer."]),

@@ -27,10 +27,10 @@ ABBREVIATIONS = frozenset(
     {
         "al", "approx", "bzw", "ca", "capt", "cf", "co", "col", "corp", "dept", "dr", "ed", "eds", "esp", "gen",
         "gov", "inc", "jh", "jr", "lt", "ltd", "mr", "mrs", "ms", "mt", "prof", "resp", "rev", "sen", "sgt", "sr",
-        "st", "str", "vgl", "vs", "usw",
+        "st", "str", "v", "vgl", "vs", "usw",
     }
 )  # fmt: skip
-"""Words whose full stop never ends a sentence ("Dr. Smith")."""
+"""Words whose full stop never ends a sentence ("Dr. Smith", "Brown v. Board")."""
 
 NUMBER_ABBREVIATIONS = frozenset(
     {
