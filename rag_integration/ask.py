@@ -83,8 +83,14 @@ class Answer:
         return row
 
 
-def answer_of(question: str, row: Mapping[str, Any], passages: Sequence[Mapping[str, Any]] | None) -> Answer:
-    """The answer row of ``generated_answer`` with its citations resolved against the passages it was given."""
+def answer_of(
+    question: str,
+    row: Mapping[str, Any],
+    passages: Sequence[Mapping[str, Any]] | None,
+    no_documents: str | None = None,
+) -> Answer:
+    """The answer row of ``generated_answer`` with its citations resolved against the passages it was given;
+    ``no_documents`` is the reason an empty answer gives when there was nothing to search."""
     if row.get("error"):
         return Answer(question, "", error=dict(row["error"]), passages=len(passages or []))
     text = str(row.get("answer") or "")
@@ -98,7 +104,7 @@ def answer_of(question: str, row: Mapping[str, Any], passages: Sequence[Mapping[
     reason = None
     if not text:
         reason = (
-            "no passage matched: none of the question's words is in the indexed text"
+            no_documents or "no passage matched: none of the question's words is in the indexed text"
             if not passages
             else f"none of the {len(passages)} passages found holds a sentence sharing a content word with the question"
         )

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 from typer.core import TyperGroup
 
 from rag_integration.console import console, print_table
@@ -239,6 +240,7 @@ def search(
     rerank: Annotated[
         str | None, typer.Option(help="rerank backend applied to the retrieved passages ('lexical', 'flashrank')")
     ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", help="list every file not read, with why")] = False,
 ) -> int:
     """Search a persisted index (--index-dir) or files (--files) with one batched request for all queries. With
     --files, what one search embedded and analysed is kept in the user cache folder, so the next search over the
@@ -253,10 +255,12 @@ def search(
         except ConnectorError as error:
             raise typer.BadParameter(str(error), param_hint="--rerank") from error
         feature, options = _reranked(options, rerank, top_k)
+    _forget_file_reports()
     with progress_display(progress and not as_json):
         rankings = _run_feature(feature, options, groups, progress and not as_json)
     if index_dir is None and cache:
         prune_stores(files_cache_dir(), keep=FILES_CACHE_STORES)
+    no_documents = _report_files(files is not None, verbose)
     if as_json:
         print(json.dumps([{"query": text, "passages": ranking} for text, ranking in zip(query, rankings)], indent=2))
         return 0
@@ -272,6 +276,10 @@ def search(
         for passage in ranking
     ]
     print_table(["query", "rank", "doc_id", "score", "text"], rows)
+    for text, ranking in zip(query, rankings):
+        if not ranking:
+            reason = NO_DOCUMENTS if no_documents else "none of its words is in the indexed text"
+            console().print(Text(f"no passage matched {text!r}: {reason}"))
     return 0
 
 
@@ -352,7 +360,7 @@ def ask(
     from mloda.user import Feature, Options
 
     from rag_integration.ask import MAX_QUESTIONS_BYTES, answer_of, print_answers, read_questions
-    from rag_integration.core.documents.files import SKIPPED_FILES, read_named_file
+    from rag_integration.core.documents.files import read_named_file
     from rag_integration.evaluation.run import backend_class
 
     texts = list(question or [])
@@ -390,30 +398,48 @@ def ask(
         "show_progress": shown,
         **{key: value for key, value in llm.items() if value is not None},
     }
-    SKIPPED_FILES.take()
+    _forget_file_reports()
     with progress_display(shown):
         columns = _run_features(
             [Feature("generated_answer", options=Options(context=answer_options)), passages], groups
         )
     if index_dir is None and cache:
         prune_stores(files_cache_dir(), keep=FILES_CACHE_STORES)
+    no_documents = _report_files(files is not None, verbose)
     answers = [
-        answer_of(text, row, ranking)
+        answer_of(text, row, ranking, NO_DOCUMENTS if no_documents else None)
         for text, row, ranking in zip(texts, columns["generated_answer"], columns[name], strict=True)
     ]
-    skipped = SKIPPED_FILES.take()
     if as_json:
         print(json.dumps([answer.as_json() for answer in answers], indent=2, ensure_ascii=False))
     else:
         print_answers(answers, console())
+    return 1 if any(answer.error for answer in answers) else 0
+
+
+NO_DOCUMENTS = "no documents: none of the files given could be read"
+
+
+def _forget_file_reports() -> None:
+    from rag_integration.core.documents.files import READ_FILES, SKIPPED_FILES
+
+    READ_FILES.take()
+    SKIPPED_FILES.take()
+
+
+def _report_files(files_given: bool, verbose: bool) -> bool:
+    """Count on stderr the files a run did not read (``--verbose``: each with why); whether ``--files`` were given
+    and none of them could be read."""
+    from rag_integration.core.documents.files import READ_FILES, SKIPPED_FILES
+
+    read, skipped = READ_FILES.take(), SKIPPED_FILES.take()
     if skipped:
-        print(
-            f"skipped {len(skipped)} file(s) not read" + ("" if verbose else " (--verbose lists them)"), file=sys.stderr
-        )
+        hint = "" if verbose else " (--verbose lists them)"
+        print(f"skipped {len(skipped)} file(s) not read{hint}", file=sys.stderr)
         if verbose:
             for file in skipped:
                 print(f"  {file.path}: {file.reason}", file=sys.stderr)
-    return 1 if any(answer.error for answer in answers) else 0
+    return files_given and not read
 
 
 def _warn_if_stale(index_dir: Path) -> None:

@@ -185,3 +185,16 @@ def test_a_store_says_when_its_files_changed_and_index_keeps_two_versions(
     (docs / "oil.md").write_text("Notes on oil, third edition.\n", encoding="utf-8")
     index()
     assert len([entry for entry in store.iterdir() if entry.name.startswith("v-")]) == 2  # --keep 2
+
+
+def test_an_empty_result_says_why(tmp_path: Path, folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    images = tmp_path / "images"
+    images.mkdir()
+    (images / "a.png").write_bytes(b"\x89PNG")
+    code, out, err = ask(capsys, "oil?", "--files", str(images), "--verbose")
+    assert code == 0 and out.strip() == "No answer: no documents: none of the files given could be read."
+    assert f"{images / 'a.png'}: not a file type read here (.png)" in err
+    code = main(["search", "zebra", "oil", "--files", str(folder), "--no-progress", "--no-cache"])
+    out = capsys.readouterr().out
+    assert code == 0 and "no passage matched 'zebra': none of its words is in the indexed text" in out
+    assert "no passage matched 'oil'" not in out
