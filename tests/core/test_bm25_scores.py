@@ -6,7 +6,7 @@ from __future__ import annotations
 import bm25s
 import numpy as np
 import scipy.sparse
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from rag_integration.core.ranking.bm25_scores import TermCountArrays, bm25_scores
@@ -35,6 +35,7 @@ def counts_of(documents: list[list[int]], vocabulary_size: int) -> TermCountArra
     b=st.floats(0.0, 1.0),
 )
 def test_the_arrays_are_bm25s_own(documents: list[list[int]], method: str, k1: float, b: float) -> None:
+    assume(not (method == "bm25+" and k1 == 0.0))  # refused by the backend: BM25+'s absent-term score is 0/0
     vocabulary = {"": 0, **{f"t{term}": term for term in range(1, 13)}}
     raw = bm25s.BM25(k1=k1, b=b, method=method)
     raw.index(

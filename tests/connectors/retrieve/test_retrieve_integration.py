@@ -236,6 +236,7 @@ def test_a_corpus_object_answers_like_a_list_and_shares_its_index() -> None:
         (Bm25sRetriever, {"bm25_k1": float("inf")}, "bm25_k1"),
         (Bm25sRetriever, {"bm25_b": 1.5}, "bm25_b"),
         (Bm25sRetriever, {"bm25_method": "okapi"}, "bm25_method"),
+        (Bm25sRetriever, {"bm25_method": "bm25+", "bm25_k1": 0.0}, "bm25_k1"),
         (Bm25sRetriever, {"stemmer": "no"}, "stemmer"),
         (TfidfRetriever, {"tfidf_ngram_max": 4}, "tfidf_ngram_max"),
         (TfidfRetriever, {"tfidf_sublinear_tf": 1}, "tfidf_sublinear_tf"),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from rag_integration.core.documents.corpus import Document
+from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.extras import require_module
 from rag_integration.core.indexes.cache import building_into
 from rag_integration.core.indexes.corpus_languages import load_corpus_languages, save_corpus_languages
@@ -61,6 +62,8 @@ class Bm25sIndexSettings:
 
     def __post_init__(self) -> None:
         check_language(self.language)
+        if self.method == "bm25+" and self.k1 == 0.0:  # BM25+'s score of an absent term is then 0/0
+            raise InvalidOptionError("bm25_k1", self.k1, "a number > 0 with bm25_method 'bm25+'")
 
 
 @dataclass(frozen=True)
