@@ -198,3 +198,16 @@ def test_an_empty_result_says_why(tmp_path: Path, folder: Path, capsys: pytest.C
     out = capsys.readouterr().out
     assert code == 0 and "no passage matched 'zebra': none of its words is in the indexed text" in out
     assert "no passage matched 'oil'" not in out
+
+
+def test_a_store_written_by_index_answers_with_the_same_sources(
+    folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    arguments = ["--embedding-model", "hash", "--no-progress"]
+    assert main(["index", str(folder), "--index-dir", str(store), "--chunker", "paragraph", *arguments]) == 0
+    capsys.readouterr()
+    code = main(["ask", "How long does a loaf bake?", "--index-dir", str(store), "--json", *arguments])
+    [row] = json.loads(capsys.readouterr().out)
+    assert code == 0 and row["answer"] == "A loaf bakes for 40 minutes at 230 degrees. [1]"
+    assert row["sources"][0]["file"] == str(folder / "bread.rst") and row["sources"][0]["lines"] == [5, 5]
