@@ -1,4 +1,5 @@
-"""The text of PDF and Word files, with the libraries of the ``pdf`` (pypdf) and ``docx`` (python-docx) extras.
+"""The text of PDF and Word files: pypdf (a dependency of the package, pure Python, so a fresh install reads PDFs)
+and python-docx (the ``docx`` extra).
 
 Both parse files someone else wrote: a file the library cannot read is the caller's typed error naming the file,
 never the library's own exception. A file is already bounded in size when it arrives here (``max_file_bytes``).
