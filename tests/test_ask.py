@@ -211,3 +211,16 @@ def test_a_store_written_by_index_answers_with_the_same_sources(
     [row] = json.loads(capsys.readouterr().out)
     assert code == 0 and row["answer"] == "A loaf bakes for 40 minutes at 230 degrees. [1]"
     assert row["sources"][0]["file"] == str(folder / "bread.rst") and row["sources"][0]["lines"] == [5, 5]
+
+
+def test_what_ask_needs_over_files_is_installed_with_the_package() -> None:
+    """`uv run rag-integration ask ... --files` on a fresh clone installs no extra: BM25 (bm25s, PyStemmer, SciPy),
+    the analysis and PDF reading must come with the package itself."""
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    names = {
+        requirement.split(">")[0].split("<")[0].split("=")[0].strip().lower()
+        for requirement in project["project"]["dependencies"]
+    }
+    assert {"bm25s", "pystemmer", "scipy", "pypdf", "stopwordsiso", "fasttext-predict", "typer", "rich"} <= names
