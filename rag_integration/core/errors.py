@@ -187,3 +187,15 @@ __all__ = [
     "UnsafePathError",
     "short_repr",
 ]
+
+
+class ContractVersionError(ConnectorError):
+    """A backend's declared contract versions do not include its family's (or are not ``"MAJOR.MINOR"``)."""
+
+    def __init__(self, backend: str, distribution: str, family: str, supported: Sequence[str], problem: str) -> None:
+        self.backend = backend
+        self.distribution = distribution
+        super().__init__(
+            f"backend {backend!r} (distribution {distribution}) {problem}: its family's contract is {family}, "
+            f"the backend supports {list(supported)}"
+        )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from mloda.provider import ComputeFramework, FeatureGroup, FeatureSet
+from mloda.provider import ComputeFramework, FeatureGroup, FeatureSet, escalate_match_abort
 from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 
 from rag_integration.core.contract.declarations import check_request_options, check_selector
@@ -15,13 +17,22 @@ from rag_integration.core.contract.schema import Shape, passages_shape
 from rag_integration.core.contract.sources import Source
 from rag_integration.core.deadline import DEADLINE_MS, Deadline, check_deadline, deadline_scope
 from rag_integration.core.documents.corpus import Corpus
-from rag_integration.core.errors import ConnectorError, InvalidOptionError, short_repr
+from rag_integration.core.errors import ConnectorError, ContractVersionError, InvalidOptionError, short_repr
 from rag_integration.core.extras import modules_installed
 from rag_integration.core.options import NoSettings, OptionReader, option_keys, option_specs, read_options
 from rag_integration.core.progress import SHOW_PROGRESS, showing_progress, step
 
 if TYPE_CHECKING:
     from rag_integration.core.contract.frames import ReadableFrame
+
+CONTRACT_FORM = re.compile(r"(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})")
+
+
+def distribution_of(cls: type) -> str:
+    """The installed distribution a class comes from, or its top-level module when none is known."""
+    package = cls.__module__.split(".")[0]
+    names = importlib.metadata.packages_distributions().get(package)
+    return ", ".join(sorted(set(names))) if names else package
 
 
 class SelectorFeatureGroup(FeatureGroup):
@@ -45,6 +56,12 @@ class SelectorFeatureGroup(FeatureGroup):
     OPTIONS: ClassVar[tuple[str, ...]] = option_keys(DEADLINE_MS, SHOW_PROGRESS)
     """The option keys this class reads, besides the selector and its ``SOURCES``. A family
     base lists the family's keys and a backend only its own: ``declared_options`` adds up the whole class ladder."""
+
+    CONTRACT_VERSION: ClassVar[str] = "1.0"
+    """The family's contract, ``"MAJOR.MINOR"`` (docs/plugins.md: what bumps which); each family base sets it."""
+    SUPPORTED_CONTRACTS: ClassVar[tuple[str, ...]] = ()
+    """The contract versions a third-party backend was written against; it is refused unless one is its family's.
+    Empty for this package's own backends, which always follow their family."""
 
     SETTINGS: ClassVar[type[Any] | None] = None
     """The frozen dataclass a backend's own options are read into; each option is declared once, as a field
@@ -104,6 +121,10 @@ class SelectorFeatureGroup(FeatureGroup):
         if not (isinstance(selected, str) and selected == cls.BACKEND):
             check_selector(str(feature_name), options, cls.loaded_backends())
             return False
+        try:
+            cls.check_contract()
+        except ContractVersionError as error:
+            raise escalate_match_abort(error) from None
         check_request_options(options, cls.loaded_backends())
         _compact_corpora(options, tuple(source.inline for source in cls.SOURCES if source.documents))
         _set_aside_unwritable(options)
@@ -128,6 +149,29 @@ class SelectorFeatureGroup(FeatureGroup):
             ):
                 upstream.add(upstream_feature(source, options))
         return upstream or None
+
+    @classmethod
+    def check_contract(cls) -> None:
+        """Refuse a backend whose ``SUPPORTED_CONTRACTS`` are malformed or do not list its family's
+        ``CONTRACT_VERSION`` (a major it does not know, or a minor it does not list): ``ContractVersionError``
+        naming the backend, its distribution and both versions. Checked when a request selects the backend."""
+        if cls.BACKEND is None or not cls.SUPPORTED_CONTRACTS:
+            return
+        supported = cls.SUPPORTED_CONTRACTS
+        if isinstance(supported, str) or not all(
+            isinstance(version, str) and CONTRACT_FORM.fullmatch(version) for version in supported
+        ):
+            raise ContractVersionError(
+                cls.BACKEND, distribution_of(cls), cls.CONTRACT_VERSION, list(supported), "declares malformed versions"
+            )
+        if cls.CONTRACT_VERSION not in supported:
+            major = cls.CONTRACT_VERSION.split(".")[0]
+            problem = (
+                "does not list this minor version"
+                if any(version.split(".")[0] == major for version in supported)
+                else "was written for another major version"
+            )
+            raise ContractVersionError(cls.BACKEND, distribution_of(cls), cls.CONTRACT_VERSION, supported, problem)
 
     @classmethod
     def is_installed(cls) -> bool:

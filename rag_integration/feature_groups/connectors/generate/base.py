@@ -46,6 +46,7 @@ class BaseGenerateConnector(SelectorFeatureGroup, Generic[SettingsT]):
     ``passages_source``), which are read in the given order, best first."""
 
     FAMILY: ClassVar[str] = "generate"
+    CONTRACT_VERSION: ClassVar[str] = "1.0"
     FEATURE_NAME: ClassVar[str] = "generated_answer"
     SELECTOR: ClassVar[str] = "generate_backend"
     OPTIONS: ClassVar[tuple[str, ...]] = option_keys(FILTERS, ON_ERROR)

@@ -98,6 +98,7 @@ class BaseGraphRagConnector(SelectorFeatureGroup, Generic[SettingsT]):
     """
 
     FAMILY: ClassVar[str] = "graph_rag"
+    CONTRACT_VERSION: ClassVar[str] = "1.0"
     FEATURE_NAME: ClassVar[str] = "graph_passages"
     SELECTOR: ClassVar[str] = "graph_backend"
     OPTIONS: ClassVar[tuple[str, ...]] = ("edges", *option_keys(TOP_K, FILTERS, RETURN_METADATA))

@@ -79,6 +79,7 @@ class BaseOrchestratorConnector(SelectorFeatureGroup, Generic[SettingsT]):
     """``orchestrated_answer``: ``{"answer": str, "documents": [passage]}`` per query, grounded in the corpus."""
 
     FAMILY: ClassVar[str] = "orchestrator"
+    CONTRACT_VERSION: ClassVar[str] = "1.0"
     FEATURE_NAME: ClassVar[str] = "orchestrated_answer"
     SELECTOR: ClassVar[str] = "orchestrator_backend"
     OPTIONS: ClassVar[tuple[str, ...]] = option_keys(TOP_K, FILTERS, ON_ERROR)

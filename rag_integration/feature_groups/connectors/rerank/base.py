@@ -30,6 +30,7 @@ class BaseRerankConnector(SelectorFeatureGroup, Generic[SettingsT]):
     """
 
     FAMILY: ClassVar[str] = "rerank"
+    CONTRACT_VERSION: ClassVar[str] = "1.0"
     FEATURE_NAME: ClassVar[str] = "reranked_passages"
     SELECTOR: ClassVar[str] = "rerank_backend"
     OPTIONS: ClassVar[tuple[str, ...]] = option_keys(TOP_K, FILTERS, RETURN_METADATA)

@@ -85,6 +85,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
     """``retrieved_passages``: ranked passages for one query or a batch of queries over one corpus."""
 
     FAMILY: ClassVar[str] = "retrieve"
+    CONTRACT_VERSION: ClassVar[str] = "1.0"
     FEATURE_NAME: ClassVar[str] = "retrieved_passages"
     SELECTOR: ClassVar[str] = "retrieve_backend"
     OPTIONS: ClassVar[tuple[str, ...]] = option_keys(TOP_K, FILTERS, RETURN_METADATA, INDEX_DIR)

@@ -56,6 +56,7 @@ class BaseStructuredConnector(SelectorFeatureGroup):
     """``structured_rows``: ``{"sql", "params", "rows"}`` for each question asked of one table given inline."""
 
     FAMILY: ClassVar[str] = "structured"
+    CONTRACT_VERSION: ClassVar[str] = "1.0"
     FEATURE_NAME: ClassVar[str] = "structured_rows"
     SELECTOR: ClassVar[str] = "structured_backend"
     OPTIONS: ClassVar[tuple[str, ...]] = (
