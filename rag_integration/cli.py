@@ -143,12 +143,14 @@ def swap_demo(
 
 @app.command()
 def backends(as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False) -> int:
-    """List every family, selector value, class, extra, and whether it is installed."""
+    """List every backend, ours and third-party ones beside them: family, selector value, class, extra, whether it
+    is installed, its distribution and version, and the contract version."""
     rows = available_backends()
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0
-    columns = ["family", "feature", "selector", "value", "class", "extra", "installed"]
+    columns = ["family", "feature", "selector", "value", "class", "extra", "installed", "distribution", "version"]
+    columns.append("contract")
     print_table(columns, [[_cell(row[column]) for column in columns] for row in rows])
     return 0
 

@@ -7,7 +7,7 @@ import importlib.metadata
 import pkgutil
 from dataclasses import dataclass
 
-from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup, distribution_of
 
 CONNECTORS_PACKAGE = "rag_integration.feature_groups.connectors"
 PIPELINE_PACKAGE = "rag_integration.feature_groups.rag_pipeline"
@@ -23,6 +23,10 @@ class BackendInfo:
     class_name: str
     extra: str
     installed: bool
+    distribution: str
+    version: str
+    contract: str
+    """The family's contract version, and the versions a third-party backend lists: ``1.0 (supports 1.0, 1.1)``."""
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -33,6 +37,9 @@ class BackendInfo:
             "class": self.class_name,
             "extra": self.extra,
             "installed": self.installed,
+            "distribution": self.distribution,
+            "version": self.version,
+            "contract": self.contract,
         }
 
 
@@ -61,8 +68,8 @@ def import_package_backends() -> None:
 
 
 def available_backends() -> list[dict[str, object]]:
-    """One dict per backend: family, feature, selector, value, class, extra, installed; sorted by feature, value
-    and class name."""
+    """One dict per backend: family, feature, selector, value, class, extra, installed, distribution, version and
+    contract; sorted by feature, value and class name."""
     infos = [
         BackendInfo(
             family=cls.FAMILY,
@@ -72,7 +79,23 @@ def available_backends() -> list[dict[str, object]]:
             class_name=cls.__name__,
             extra=cls.EXTRA or "",
             installed=cls.is_installed(),
+            distribution=distribution_of(cls),
+            version=_version(distribution_of(cls)),
+            contract=_contract(cls),
         )
         for cls in backend_classes()
     ]
     return [info.as_dict() for info in sorted(infos, key=lambda info: (info.feature, info.value, info.class_name))]
+
+
+def _version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution.split(",")[0].strip())
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return ""
+
+
+def _contract(cls: type[SelectorFeatureGroup]) -> str:
+    if not cls.SUPPORTED_CONTRACTS:
+        return cls.CONTRACT_VERSION
+    return f"{cls.CONTRACT_VERSION} (supports {', '.join(map(str, cls.SUPPORTED_CONTRACTS))})"

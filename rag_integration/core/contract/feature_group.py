@@ -32,7 +32,12 @@ def distribution_of(cls: type) -> str:
     """The installed distribution a class comes from, or its top-level module when none is known."""
     package = cls.__module__.split(".")[0]
     names = importlib.metadata.packages_distributions().get(package)
-    return ", ".join(sorted(set(names))) if names else package
+    if names:
+        return ", ".join(sorted(set(names)))
+    try:  # an editable install is not in packages_distributions, but its metadata still names it
+        return str(importlib.metadata.distribution(package).metadata["Name"])
+    except importlib.metadata.PackageNotFoundError:
+        return package
 
 
 class SelectorFeatureGroup(FeatureGroup):

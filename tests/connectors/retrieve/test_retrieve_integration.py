@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import sys
 from pathlib import Path
 from typing import Any
@@ -208,7 +209,10 @@ def test_available_backends_lists_every_retrieve_backend() -> None:
     ours = {cls.__name__ for cls in package_backend_classes()}  # other test modules load backends of their own
     rows = [row for row in available_backends() if row["family"] == "retrieve" and row["class"] in ours]
     assert {row["value"] for row in rows} == {"bm25s", "tfidf", "faiss", "hybrid_rrf", "vector_store"}
-    assert all(set(row) == {"family", "feature", "selector", "value", "class", "extra", "installed"} for row in rows)
+    keys = {"family", "feature", "selector", "value", "class", "extra", "installed", "distribution", "version"}
+    assert all(set(row) == keys | {"contract"} for row in rows)
+    assert {(row["distribution"], row["contract"]) for row in rows} == {("rag-integration", "1.0")}
+    assert all(row["version"] == importlib.metadata.version("rag-integration") for row in rows)
 
 
 def test_cli_backends_and_demo(capsys: pytest.CaptureFixture[str]) -> None:
