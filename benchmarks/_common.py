@@ -1,9 +1,12 @@
-"""What the benchmarks share: one synthetic corpus generator and the raw bm25s baseline they are compared with."""
+"""What the benchmarks share: one synthetic corpus generator, the raw bm25s baseline they are compared with and the
+best-of-n timer."""
 
 from __future__ import annotations
 
 import itertools
 import random
+import time
+from collections.abc import Callable
 from typing import Any
 
 import bm25s
@@ -49,3 +52,13 @@ def raw_bm25s(corpus: list[dict[str, str]], queries: list[str], n_threads: int =
     del corpus_tokens
     query_ids = tokenizer.tokenize(queries, update_vocab=False, return_as="ids", show_progress=False)
     return retriever.retrieve(query_ids, k=min(10, len(corpus)), show_progress=False, n_threads=n_threads)
+
+
+def best_time(run: Callable[[], Any], repeats: int) -> float:
+    """The fastest of ``repeats`` runs, in seconds."""
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - started)
+    return min(times)

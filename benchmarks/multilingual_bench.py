@@ -13,9 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
+
+from _common import best_time
 
 from rag_integration import Corpus
 from rag_integration.core.documents.corpus import text_digests
@@ -38,15 +39,6 @@ CONFIGURATIONS: list[tuple[str, str, dict[str, Any]]] = [
 ]
 
 
-def fastest(call: Any, runs: int = 5) -> float:
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - started)
-    return min(times)
-
-
 def detection_cost(folder: Path) -> None:
     """What ``language="auto"`` costs a bm25s build over a fixed language: the sample's detection and placing each
     document, against the whole build (analysis and score matrix), fastest of five runs each."""
@@ -59,11 +51,11 @@ def detection_cost(folder: Path) -> None:
         ANALYSIS_MEMO.clear()
         return Bm25sRetriever.build_index(corpus, Bm25sIndexSettings(language=language))
 
-    auto, fixed = fastest(lambda: build("auto")), fastest(lambda: build("en"))
+    auto, fixed = best_time(lambda: build("auto"), 5), best_time(lambda: build("en"), 5)
     placement = corpus_placement(texts, "auto", digests)
-    sample = fastest(lambda: corpus_placement(texts, "auto", digests))
-    placing = fastest(lambda: list(placement.placed(texts, range(len(texts))))) - fastest(
-        lambda: list(corpus_placement(texts, "en").placed(texts, range(len(texts))))
+    sample = best_time(lambda: corpus_placement(texts, "auto", digests), 5)
+    placing = best_time(lambda: list(placement.placed(texts, range(len(texts)))), 5) - best_time(
+        lambda: list(corpus_placement(texts, "en").placed(texts, range(len(texts)))), 5
     )
     print(
         f"detection on {folder.name} ({len(texts):,} documents): sample {sample:.3f} s + placing {placing:.3f} s = "

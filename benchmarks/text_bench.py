@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from collections.abc import Callable
 from typing import Any
+
+from _common import best_time
 
 from rag_integration.core.documents.corpus import read_documents
 from rag_integration.core.text.sentences import split_sentences
@@ -37,15 +38,6 @@ def sentences(count: int, start: int = 0) -> list[str]:
         f"near house {number % 1000}."
         for number in range(start, start + count)
     ]
-
-
-def best_time(run: Callable[[], Any], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - started)
-    return min(times)
 
 
 def split_case(scale: int) -> tuple[str, Callable[[], Any]]:

@@ -91,6 +91,14 @@ app = typer.Typer(
 )
 
 
+ProgressOption = Annotated[bool, typer.Option(help="draw progress bars on stderr")]
+VerboseOption = Annotated[bool, typer.Option("--verbose", help="list every file not read, with why")]
+CacheOption = Annotated[
+    bool, typer.Option(help="with --files: keep indexes, embeddings and analysed text in the user cache folder")
+]
+"""Options several commands share, declared once."""
+
+
 @app.callback()
 def _options(
     debug: Annotated[bool, typer.Option("--debug", help="show the traceback of a failure")] = False,
@@ -168,7 +176,7 @@ def index(
     embedding_model: Annotated[str, typer.Option(help="'minilm' (default) or 'hash'")] = "minilm",
     chunker: Annotated[str, typer.Option(help="'sentence', 'paragraph', 'fixed' or 'none'")] = "sentence",
     keep: Annotated[int, typer.Option(min=1, help="store versions kept, this one counted; older ones are removed")] = 2,
-    progress: Annotated[bool, typer.Option(help="draw progress bars on stderr")] = True,
+    progress: ProgressOption = True,
 ) -> int:
     """Read, chunk, embed and persist your documents as a FAISS store; `search --index-dir` answers from it."""
     from rag_integration.core.documents.files import READ_FILES
@@ -234,15 +242,12 @@ def search(
         ),
     ] = "minilm",
     as_json: Annotated[bool, typer.Option("--json", help="print the passages as JSON")] = False,
-    progress: Annotated[bool, typer.Option(help="draw progress bars on stderr")] = True,
-    cache: Annotated[
-        bool,
-        typer.Option(help="with --files: keep indexes, embeddings and analysed text in the user cache folder"),
-    ] = True,
+    progress: ProgressOption = True,
+    cache: CacheOption = True,
     rerank: Annotated[
         str | None, typer.Option(help="rerank backend applied to the retrieved passages ('lexical', 'flashrank')")
     ] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", help="list every file not read, with why")] = False,
+    verbose: VerboseOption = False,
 ) -> int:
     """Search a persisted index (--index-dir) or files (--files) with one batched request for all queries. With
     --files, what one search embedded and analysed is kept in the user cache folder, so the next search over the
@@ -350,12 +355,9 @@ def ask(
     ] = None,
     on_error: Annotated[str, typer.Option(help="'raise' stops at a failing question; 'row' reports it")] = "raise",
     as_json: Annotated[bool, typer.Option("--json", help="print each answer's row as JSON")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", help="list every file not read, with why")] = False,
-    progress: Annotated[bool, typer.Option(help="draw progress bars on stderr")] = True,
-    cache: Annotated[
-        bool,
-        typer.Option(help="with --files: keep indexes, embeddings and analysed text in the user cache folder"),
-    ] = True,
+    verbose: VerboseOption = False,
+    progress: ProgressOption = True,
+    cache: CacheOption = True,
 ) -> int:
     """Answer a question from your files (--files) or a persisted index (--index-dir): the answer with its [n]
     markers, then each cited source with its file, chunk, page or lines and the sentence quoted from it."""
@@ -572,7 +574,7 @@ def evaluate_command(
     option: Annotated[list[str] | None, typer.Option(help="KEY=VALUE passed to every backend (repeatable)")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="write the results as JSON")] = None,
     plot_path: Annotated[Path | None, typer.Option("--plot", help="write a bar chart (PNG) of the results")] = None,
-    progress: Annotated[bool, typer.Option(help="draw progress bars on stderr")] = True,
+    progress: ProgressOption = True,
 ) -> int:
     """Evaluate retrieve backends (each optionally followed by --rerank) on a test collection."""
     from rag_integration.evaluation import evaluate, load_dataset

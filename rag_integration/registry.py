@@ -79,11 +79,12 @@ def available_backends() -> list[dict[str, object]]:
             class_name=cls.__name__,
             extra=cls.EXTRA or "",
             installed=cls.is_installed(),
-            distribution=distribution_of(cls),
-            version=_version(distribution_of(cls)),
+            distribution=distribution,
+            version=_version(distribution),
             contract=_contract(cls),
         )
         for cls in backend_classes()
+        for distribution in (distribution_of(cls),)
     ]
     return [info.as_dict() for info in sorted(infos, key=lambda info: (info.feature, info.value, info.class_name))]
 

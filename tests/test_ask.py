@@ -85,7 +85,7 @@ def test_every_file_not_read_is_counted_and_listed_with_why(
     folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (folder / "scan.pdf").write_bytes(pdf_bytes([[]]))
-    monkeypatch.setattr(office_text, "_optional", lambda module: None)  # neither extra installed
+    monkeypatch.setattr(office_text, "optional_module", lambda module: None)  # neither extra installed
     (folder / "notes.docx").write_bytes(b"PK\x03\x04")
     code, _, err = ask(capsys, "When should roses be pruned?", "--files", str(folder), "--verbose")
     assert code == 0

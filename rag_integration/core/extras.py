@@ -17,5 +17,13 @@ def require_module(module: str, backend: str, extra: str) -> Any:
         raise BackendUnavailableError(backend, extra, module) from error
 
 
+def optional_module(module: str) -> Any:
+    """``module`` imported, or None when it is not installed: for a caller that skips what it cannot read."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
 def modules_installed(modules: tuple[str, ...]) -> bool:
     return all(importlib.util.find_spec(module) is not None for module in modules)

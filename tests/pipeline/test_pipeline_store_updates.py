@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from corpus_edits import apply_edits, edit_strategies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,21 +20,7 @@ WORDS = ["cat", "dog", "oil", "engine", "moon", "tide", "lava", "bread", "oven",
 QUERIES = ["cat in the garden", "engine oil", "moon and tide"]
 INDEXED = "docs__embedded__indexed"
 
-text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=8).map(" ".join)
-edit = st.tuples(st.sampled_from(["add", "remove", "edit"]), st.integers(0, 10_000), text)
-
-
-def apply(documents: list[dict[str, str]], edits: list[tuple[str, int, str]], step: int) -> list[dict[str, str]]:
-    changed = list(documents)
-    for number, (kind, at, words) in enumerate(edits):
-        if kind == "add" or len(changed) < 2:
-            changed.append({"doc_id": f"s{step}-{number}", "text": words})
-        elif kind == "remove":
-            del changed[at % len(changed)]
-        else:
-            position = at % len(changed)
-            changed[position] = {**changed[position], "text": words}
-    return changed
+text, edit = edit_strategies(WORDS)
 
 
 def index_and_search(documents: list[dict[str, str]], folder: Path) -> Any:
@@ -60,7 +47,7 @@ def test_every_version_of_a_changing_store_ranks_as_a_cold_store(
 ) -> None:
     versions = [[{"doc_id": f"d{position}", "text": words} for position, words in enumerate(start)]]
     for step, edits in enumerate(steps):
-        versions.append(apply(versions[-1], edits, step))
+        versions.append(apply_edits(versions[-1], edits, step, fewest=2))
     cold = []
     for documents in versions:
         forget_built()

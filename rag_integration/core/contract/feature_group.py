@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import re
 from collections.abc import Mapping
@@ -30,7 +31,12 @@ CONTRACT_FORM = re.compile(r"(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})")
 
 def distribution_of(cls: type) -> str:
     """The installed distribution a class comes from, or its top-level module when none is known."""
-    package = cls.__module__.split(".")[0]
+    return _distribution_of_package(cls.__module__.split(".")[0])
+
+
+@functools.cache
+def _distribution_of_package(package: str) -> str:
+    """Once per package: ``packages_distributions`` reads every installed distribution's file list."""
     names = importlib.metadata.packages_distributions().get(package)
     if names:
         return ", ".join(sorted(set(names)))

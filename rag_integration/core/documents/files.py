@@ -20,10 +20,12 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from rag_integration.core.errors import InvalidOptionError, UnsafePathError
 
 LOGGER = logging.getLogger(__name__)
+Entry = TypeVar("Entry")
 
 DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_FOLDER_ENTRIES = 1_000_000
@@ -40,24 +42,32 @@ class SkippedFile:
     reason: str
 
 
-class SkippedFiles:
-    """Every file not read, with its reason: logged for a library caller, counted (and with ``--verbose`` listed)
-    by the command line, which takes them after its run. One list per process, so concurrent runs share it."""
+class _FileLog(Generic[Entry]):
+    """A process-wide list of what runs noted about files, taken (and forgotten) by the command line after its
+    run; concurrent runs in one process share it."""
 
     def __init__(self) -> None:
-        self._files: list[SkippedFile] = []
+        self._entries: list[Entry] = []
         self._lock = threading.Lock()
+
+    def _add(self, entry: Entry) -> None:
+        with self._lock:
+            self._entries.append(entry)
+
+    def take(self) -> list[Entry]:
+        """What was noted since the last ``take``, forgotten here."""
+        with self._lock:
+            taken, self._entries = self._entries, []
+        return taken
+
+
+class SkippedFiles(_FileLog[SkippedFile]):
+    """Every file not read, with its reason: logged for a library caller, counted (and with ``--verbose`` listed)
+    by the command line."""
 
     def record(self, path: Path | str, reason: str) -> None:
         LOGGER.info("file source: skipped %s: %s", path, reason)
-        with self._lock:
-            self._files.append(SkippedFile(str(path), reason))
-
-    def take(self) -> list[SkippedFile]:
-        """The files skipped since the last ``take``, forgotten here."""
-        with self._lock:
-            taken, self._files = self._files, []
-        return taken
+        self._add(SkippedFile(str(path), reason))
 
 
 SKIPPED_FILES = SkippedFiles()
@@ -73,27 +83,15 @@ class ReadFile:
     sha256: str
 
 
-class ReadFiles:
-    """Every file read, for the command line's record of what an index was built from (``index``), taken after
-    the run like ``SKIPPED_FILES``."""
-
-    def __init__(self) -> None:
-        self._files: list[ReadFile] = []
-        self._lock = threading.Lock()
+class ReadFiles(_FileLog[ReadFile]):
+    """Every file read, for the command line's record of what an index was built from (``index``)."""
 
     def record(self, path: Path, data: bytes) -> None:
         try:
             modified = os.stat(path).st_mtime_ns
         except OSError:
             return
-        entry = ReadFile(str(path), len(data), modified, hashlib.sha256(data).hexdigest())
-        with self._lock:
-            self._files.append(entry)
-
-    def take(self) -> list[ReadFile]:
-        with self._lock:
-            taken, self._files = self._files, []
-        return taken
+        self._add(ReadFile(str(path), len(data), modified, hashlib.sha256(data).hexdigest()))
 
 
 READ_FILES = ReadFiles()

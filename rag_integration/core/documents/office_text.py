@@ -7,13 +7,12 @@ never the library's own exception. A file is already bounded in size when it arr
 
 from __future__ import annotations
 
-import importlib
 import io
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.extras import optional_module
 
 LOGGER = logging.getLogger(__name__)
 
@@ -31,16 +30,9 @@ class DocxText:
     title: str | None
 
 
-def _optional(module: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        return None
-
-
 def pdf_pages(data: bytes, shown: str, option: str = "paths") -> list[PdfPage] | None:
     """Each page's extracted text (numbered from 1) and the document's title; None without pypdf."""
-    pypdf = _optional("pypdf")
+    pypdf = optional_module("pypdf")
     if pypdf is None:
         return None
     logging.getLogger("pypdf").setLevel(logging.ERROR)  # its warnings about odd but readable files are noise here
@@ -87,7 +79,7 @@ TITLE_END_MARKS = frozenset(".!?\u2026:;,-\u2013\u2014")
 def docx_text(data: bytes, shown: str, option: str = "paths") -> DocxText | None:
     """The paragraphs of a Word document, then its tables' cells row by row, one per line; None without
     python-docx."""
-    docx = _optional("docx")
+    docx = optional_module("docx")
     if docx is None:
         return None
     try:

@@ -33,6 +33,11 @@ import numpy.typing as npt
 from rag_integration.core.documents.files import read_regular_file
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
 
+try:
+    import fcntl
+except ImportError:  # not on Windows: versions are then removed without asking readers
+    fcntl = None  # type: ignore[assignment]
+
 LOGGER = logging.getLogger(__name__)
 
 POINTER_FILE = "CURRENT"
@@ -195,9 +200,7 @@ def _version_lock(version: Path, exclusive: bool = False) -> Iterator[bool]:
     """A lock on a version folder: shared while a reader checks and loads it, exclusive (not waiting) for a writer
     removing it; yields whether it is held. Where ``fcntl`` is missing, readers take none and a remover always
     may, as without ``keep``."""
-    try:
-        import fcntl
-    except ImportError:
+    if fcntl is None:
         yield True
         return
     try:

@@ -152,14 +152,14 @@ class AnalysisMemo:
         digests = text_digests(documents)
         joined = b"".join(digests)
         store = None if folder is None else _store_of(Path(folder), settings, joined)
-        previous = self._previous(settings, digests, store)
+        previous = self._previous(settings, digests, joined, store)
         if previous is not None and previous.digests == joined:
             analysed, fresh = previous, 0
         else:
             known = None if previous is None else previous.detections
             placement = corpus_placement(texts, settings.language, digests, known)
             usable = previous if previous is not None and previous.placement == placement.key else None
-            analysed, fresh = _analysed(texts, digests, placement, settings, usable)
+            analysed, fresh = _analysed(texts, digests, joined, placement, settings, usable)
         with self._lock:
             self.stats.analysed += fresh
             self.stats.reused += len(texts) - fresh
@@ -211,13 +211,12 @@ class AnalysisMemo:
         _remove_older_corpora(store.parent, keep=store.name)
 
     def _previous(
-        self, settings: AnalysisSettings, digests: Sequence[bytes], store: Path | None
+        self, settings: AnalysisSettings, digests: Sequence[bytes], joined: bytes, store: Path | None
     ) -> AnalysedCorpus | None:
         """What to start from: the same corpus in memory or stored, else the one in memory when it holds nearly all
         of these texts, else whichever of it and the latest one stored under ``settings`` holds more of them."""
         with self._lock:
             kept = self._latest.get(settings)
-        joined = b"".join(digests)
         if store is None or (kept is not None and kept.digests == joined):
             return kept
         found = self._read(settings, store)
@@ -260,12 +259,13 @@ class AnalysisMemo:
 def _analysed(
     texts: Sequence[str],
     digests: list[bytes],
+    joined: bytes,
     placement: Placement,
     settings: AnalysisSettings,
     previous: AnalysedCorpus | None,
 ) -> tuple[AnalysedCorpus, int]:
     """The corpus analysed, texts ``previous`` holds taken from it (their rows, languages) and the rest analysed;
-    with how many texts were analysed."""
+    with how many texts were analysed. ``joined`` is the digests as one bytes string."""
     vocabulary = {EMPTY_TERM: 0} if previous is None else dict(previous.vocabulary)
     rows = {} if previous is None else previous.row_of
     source = np.array([rows.get(digest, -1) for digest in digests], dtype=np.int64)
@@ -285,7 +285,7 @@ def _analysed(
         counts = _rows_of((previous.counts, fresh), source, len(vocabulary))
     counts, vocabulary = _without_unused_terms(counts, vocabulary)
     analysed = AnalysedCorpus(
-        counts, vocabulary, b"".join(digests), CorpusLanguages.of(languages), placement.key, placement.detections
+        counts, vocabulary, joined, CorpusLanguages.of(languages), placement.key, placement.detections
     )
     return analysed, len(missing)
 

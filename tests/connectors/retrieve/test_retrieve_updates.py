@@ -6,12 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from corpus_edits import apply_edits, edit_strategies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag_integration.core.indexes.cache import INDEX_CACHE
-from rag_integration.core.indexes.embedding_memo import EMBEDDING_MEMO
-from rag_integration.core.indexes.term_counts import ANALYSIS_MEMO
+from rag_integration.core.indexes.memory import forget_built
 from rag_integration.feature_groups.connectors.retrieve import (
     Bm25sRetriever,
     FaissDenseRetriever,
@@ -46,27 +45,7 @@ BACKENDS: list[tuple[type[Any], dict[str, Any]]] = [
 ]
 QUERIES = ["cat in the garden", "engine oil", "moon and tide", "bread oven river"]
 
-text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=8).map(" ".join)
-edit = st.tuples(st.sampled_from(["add", "remove", "edit"]), st.integers(0, 10_000), text)
-
-
-def apply(corpus: list[dict[str, str]], edits: list[tuple[str, int, str]], step: int) -> list[dict[str, str]]:
-    changed = list(corpus)
-    for number, (kind, at, words) in enumerate(edits):
-        if kind == "add" or not changed:
-            changed.append({"doc_id": f"s{step}-{number}", "text": words})
-        elif kind == "remove":
-            del changed[at % len(changed)]
-        else:
-            position = at % len(changed)
-            changed[position] = {**changed[position], "text": words}
-    return changed
-
-
-def forget() -> None:
-    INDEX_CACHE.clear()
-    EMBEDDING_MEMO.clear()
-    ANALYSIS_MEMO.clear()
+text, edit = edit_strategies(WORDS)
 
 
 def ranked(connector: type[Any], extra: dict[str, Any], corpus: list[dict[str, str]], folder: Path | None) -> Any:
@@ -88,18 +67,18 @@ def test_every_version_of_a_changing_corpus_ranks_as_a_cold_build(
     folder = tmp_path_factory.mktemp("index")
     versions = [[{"doc_id": f"d{position}", "text": words} for position, words in enumerate(start)]]
     for step, edits in enumerate(steps):
-        versions.append(apply(versions[-1], edits, step))
+        versions.append(apply_edits(versions[-1], edits, step))
     cold = []
     for corpus in versions:
         for connector, extra in BACKENDS:
-            forget()
+            forget_built()
             cold.append(ranked(connector, extra, corpus, None))
-    forget()
+    forget_built()
     warm = [
         ranked(connector, extra, corpus, folder)  # the cache, the memo and index_dir hold the earlier versions
         for corpus in versions
         for connector, extra in BACKENDS
     ]
     assert warm == cold
-    forget()  # a later process: only index_dir remembers
+    forget_built()  # a later process: only index_dir remembers
     assert [ranked(connector, extra, versions[-1], folder) for connector, extra in BACKENDS] == cold[-len(BACKENDS) :]
