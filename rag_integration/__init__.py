@@ -4,7 +4,7 @@ from rag_integration.core.contract.mloda_logging import quiet_connector_error_tr
 from rag_integration.core.contract.transformers import load_transformers_only_for
 from rag_integration.core.documents.corpus import Corpus
 from rag_integration.core.indexes.cache import configure_index_cache
-from rag_integration.registry import available_backends
+from rag_integration.registry import available_backends, discover_backends
 
 quiet_connector_error_tracebacks()
 
@@ -15,5 +15,6 @@ __all__ = [
     "__version__",
     "available_backends",
     "configure_index_cache",
+    "discover_backends",
     "load_transformers_only_for",
 ]

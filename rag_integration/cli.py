@@ -158,7 +158,7 @@ def backends(as_json: Annotated[bool, typer.Option("--json", help="print JSON in
         print(json.dumps(rows, indent=2))
         return 0
     columns = ["family", "feature", "selector", "value", "class", "extra", "installed", "distribution", "version"]
-    columns.append("contract")
+    columns += ["contract", "profiles"]
     print_table(columns, [[_cell(row[column]) for column in columns] for row in rows])
     return 0
 
@@ -166,6 +166,8 @@ def backends(as_json: Annotated[bool, typer.Option("--json", help="print JSON in
 def _cell(value: object) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, dict):  # profiles: name and budget
+        return ", ".join(f"{name} ({profile['budget_ms']} ms)" for name, profile in value.items())
     return str(value)
 
 

@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import logging
 import pkgutil
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup, distribution_of
+from rag_integration.core.errors import DuplicateBackendError, MalformedPluginError, PluginImportError
+
+logger = logging.getLogger(__name__)
 
 CONNECTORS_PACKAGE = "rag_integration.feature_groups.connectors"
 PIPELINE_PACKAGE = "rag_integration.feature_groups.rag_pipeline"
 ENTRY_POINT_GROUP = "mloda.feature_groups"
+OPTIONAL_DEPENDENCY_GROUP = "mloda.optional_dependencies"
+"""mloda's companion group: an entry named like a plugin's entry point lists the import roots it may lack."""
+OWN_PACKAGE = "rag_integration."
 
 
 @dataclass(frozen=True)
@@ -27,6 +37,8 @@ class BackendInfo:
     version: str
     contract: str
     """The family's contract version, and the versions a third-party backend lists: ``1.0 (supports 1.0, 1.1)``."""
+    profiles: dict[str, dict[str, object]]
+    """Each profile's presets, budget and description (``core.contract.profiles``)."""
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -40,17 +52,153 @@ class BackendInfo:
             "distribution": self.distribution,
             "version": self.version,
             "contract": self.contract,
+            "profiles": self.profiles,
         }
 
 
+@dataclass(frozen=True)
+class SkippedPlugin:
+    """An entry point not loaded because a dependency it declares optional is missing."""
+
+    entry_point: str
+    distribution: str
+    missing: str
+
+
+SKIPPED_PLUGINS: dict[str, SkippedPlugin] = {}
+"""The entry points the last ``discover_backends`` skipped, by entry point."""
+
+
+def discover_backends() -> list[type[SelectorFeatureGroup]]:
+    """This package's backends and every backend an installed distribution declares under the
+    ``mloda.feature_groups`` entry point group, sorted by family, selector value and class name.
+
+    Entry points are read in a fixed order (distribution, name, value), so discovery does the same on every
+    machine. Loading imports each manifest module and nothing else: no backend is built, and a library a backend
+    wraps is imported only when a request selects it. Refused, each naming both sides: an entry point that fails to
+    import (a missing dependency with the extra or package that brings it), a manifest or backend class that breaks
+    its family's declarations (``MalformedPluginError``), and two classes claiming one selector value in one family
+    (``DuplicateBackendError``, mloda's ``PluginRegistryCollisionError``). An entry point whose missing import is one
+    its distribution marks optional (``mloda.optional_dependencies``) is skipped and recorded in ``SKIPPED_PLUGINS``.
+    """
+    found: dict[tuple[str, str], type[SelectorFeatureGroup]] = {}
+    for cls in package_backend_classes():
+        found[(cls.FAMILY, str(cls.BACKEND))] = cls
+    SKIPPED_PLUGINS.clear()
+    optional = _optional_roots()
+    for entry_point in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=_entry_point_order):
+        if entry_point.value.startswith(OWN_PACKAGE):
+            continue
+        manifest = _load_manifest(entry_point, optional)
+        for cls in _manifest_backends(entry_point, manifest):
+            key = (cls.FAMILY, str(cls.BACKEND))
+            other = found.setdefault(key, cls)
+            if other is not cls:
+                raise DuplicateBackendError(
+                    f"{_describe(cls)} claims {cls.SELECTOR}={cls.BACKEND!r} in family {cls.FAMILY!r}, which "
+                    f"{_describe(other)} already claims: uninstall one, or give one another BACKEND value"
+                )
+    return sorted(found.values(), key=lambda cls: (cls.FAMILY, str(cls.BACKEND), cls.__name__))
+
+
 def backend_classes() -> list[type[SelectorFeatureGroup]]:
-    """Every concrete backend class: this package's families and whatever plugs in through the
-    ``mloda.feature_groups`` entry point group (the group mloda's own ``PluginLoader`` reads)."""
-    import_package_backends()
-    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if not entry_point.value.startswith("rag_integration."):
-            entry_point.load()  # a third-party backend subclasses a family base; loading registers it
-    return SelectorFeatureGroup.loaded_backends()
+    """Every backend a user can select: ``discover_backends()``."""
+    return discover_backends()
+
+
+def _entry_point_order(entry_point: importlib.metadata.EntryPoint) -> tuple[str, str, str]:
+    return (_distribution_name(entry_point), entry_point.name, entry_point.value)
+
+
+def _distribution_name(entry_point: importlib.metadata.EntryPoint) -> str:
+    dist = entry_point.dist
+    return str(dist.name) if dist is not None else "an unidentified distribution"
+
+
+def _optional_roots() -> dict[tuple[str, str], frozenset[str]]:
+    """``(distribution, entry point name) -> import roots`` from the distributions' optional-dependency markers."""
+    declared: dict[tuple[str, str], frozenset[str]] = {}
+    for marker in importlib.metadata.entry_points(group=OPTIONAL_DEPENDENCY_GROUP):
+        try:
+            roots = marker.load()
+        except Exception as error:  # a broken marker only loses its skip; mloda warns about it too
+            logger.warning("optional-dependency marker %s cannot be read: %s", marker.name, error)
+            continue
+        if isinstance(roots, Iterable) and not isinstance(roots, (str, bytes)):
+            declared[(_distribution_name(marker), marker.name)] = frozenset(str(root) for root in roots)
+    return declared
+
+
+def _load_manifest(
+    entry_point: importlib.metadata.EntryPoint, optional: Mapping[tuple[str, str], frozenset[str]]
+) -> Any:
+    distribution = _distribution_name(entry_point)
+    where = f"entry point {entry_point.name!r} ({entry_point.value}) of distribution {distribution}"
+    try:
+        return entry_point.load()
+    except ImportError as error:
+        missing = (error.name or "").split(".")[0]
+        own = entry_point.module.split(".")[0]
+        if missing and missing != own and missing in optional.get((distribution, entry_point.name), frozenset()):
+            SKIPPED_PLUGINS[entry_point.name] = SkippedPlugin(entry_point.name, distribution, missing)
+            logger.warning("skipping %s: its optional dependency %s is not installed", where, missing)
+            return ()
+        if missing == own:
+            raise PluginImportError(
+                f"{where} cannot import its own module {error.name!r}: reinstall {distribution}"
+            ) from error
+        raise PluginImportError(
+            f"{where} cannot import {error.name or error}: {_install_hint(entry_point, missing)}"
+        ) from error
+    except Exception as error:
+        raise PluginImportError(
+            f"{where} failed while its manifest was built: {type(error).__name__}: {error}"
+        ) from error
+
+
+def _install_hint(entry_point: importlib.metadata.EntryPoint, module: str) -> str:
+    """Which extra of the plugin's distribution (or which requirement) brings ``module``."""
+    dist = entry_point.dist
+    wanted = _normalise(module)
+    for requirement in (dist.requires or []) if dist is not None else []:
+        name = _normalise(re.split(r"[\s;<>=!~\[(]", requirement, maxsplit=1)[0])
+        if name != wanted and name.replace("python_", "") != wanted:
+            continue
+        extra = re.search(r"extra\s*==\s*[\"']([^\"']+)[\"']", requirement)
+        if extra:
+            return f'pip install "{_distribution_name(entry_point)}[{extra.group(1)}]"'
+        return f"pip install {requirement.split(';')[0].strip()} (a dependency of {_distribution_name(entry_point)})"
+    return f"install the package that provides the module {module!r}"
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _manifest_backends(entry_point: importlib.metadata.EntryPoint, manifest: Any) -> list[type[SelectorFeatureGroup]]:
+    """The backend classes in a manifest (other mloda feature groups are not ours to check), each declared well."""
+    where = f"entry point {entry_point.name!r} ({entry_point.value}) of distribution {_distribution_name(entry_point)}"
+    if isinstance(manifest, (str, bytes)) or not isinstance(manifest, Sequence):
+        raise MalformedPluginError(
+            f"{where} must name a list or tuple of feature group classes, got {type(manifest).__name__}"
+        )
+    backends = []
+    for item in manifest:
+        if not isinstance(item, type):
+            raise MalformedPluginError(f"{where} lists {item!r}, which is not a class")
+        if not issubclass(item, SelectorFeatureGroup) or item.BACKEND is None:
+            continue
+        problems = item.declaration_problems()
+        if problems:
+            raise MalformedPluginError(
+                f"{where}: backend class {item.__module__}.{item.__qualname__}: " + "; ".join(problems)
+            )
+        backends.append(item)
+    return backends
+
+
+def _describe(cls: type[SelectorFeatureGroup]) -> str:
+    return f"{cls.__module__}.{cls.__qualname__} (distribution {distribution_of(cls)})"
 
 
 def package_backend_classes() -> list[type[SelectorFeatureGroup]]:
@@ -82,6 +230,7 @@ def available_backends() -> list[dict[str, object]]:
             distribution=distribution,
             version=_version(distribution),
             contract=_contract(cls),
+            profiles={name: profile.as_dict() for name, profile in sorted(cls.profiles().items())},
         )
         for cls in backend_classes()
         for distribution in (distribution_of(cls),)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import reprlib
 from collections.abc import Sequence
 
+from mloda.provider import PluginRegistryCollisionError
+
 
 class _ShortRepr(reprlib.Repr):
     """``reprlib`` with one more cut: an int too long to print whole is named by its size, since ``repr`` of a
@@ -199,3 +201,33 @@ class ContractVersionError(ConnectorError):
             f"backend {backend!r} (distribution {distribution}) {problem}: its family's contract is {family}, "
             f"the backend supports {list(supported)}"
         )
+
+
+class UnknownProfileError(InvalidOptionError):
+    """Option ``profile`` names a profile the selected backend does not declare."""
+
+    def __init__(self, backend: str, value: object, declared: Sequence[str]) -> None:
+        self.option = "profile"
+        self.value = value
+        self.declared = tuple(declared)
+        ConnectorError.__init__(
+            self,
+            f"option 'profile' got {short_repr(value)}: backend {backend!r} declares the profiles "
+            f"{', '.join(repr(name) for name in self.declared)}",
+        )
+
+
+class PluginError(ConnectorError):
+    """A backend found through the ``mloda.feature_groups`` entry point group cannot be used as declared."""
+
+
+class PluginImportError(PluginError):
+    """An entry point's manifest failed to import or to build (a missing dependency is named with its extra)."""
+
+
+class MalformedPluginError(PluginError):
+    """An entry point's manifest, or a backend class in it, breaks what its family declares."""
+
+
+class DuplicateBackendError(PluginError, PluginRegistryCollisionError):
+    """Two backend classes claim one selector value in one family: mloda's registry collision, named by both sides."""

@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any
 from mloda.provider import DefaultOptionKeys, FeatureGroup, escalate_match_abort
 from mloda.user import Options
 
-from rag_integration.core.errors import InvalidOptionError, MissingOptionError, UnknownBackendError, UnknownOptionError
+from rag_integration.core.errors import (
+    DuplicateBackendError,
+    InvalidOptionError,
+    MissingOptionError,
+    UnknownBackendError,
+    UnknownOptionError,
+)
 
 if TYPE_CHECKING:
     from rag_integration.core.contract.feature_group import SelectorFeatureGroup
@@ -88,6 +94,29 @@ def check_selector(feature_name: str, options: Options, backends: Sequence[type[
     suggestions = _near(value, valid) if isinstance(value, str) and not existing else ()
     error = UnknownBackendError(selector, value, valid, not_enabled=not_enabled, suggestions=suggestions)
     raise escalate_match_abort(error)
+
+
+def check_unique_selection(chosen: type[SelectorFeatureGroup], backends: Sequence[type[SelectorFeatureGroup]]) -> None:
+    """Raise ``DuplicateBackendError`` when another backend enabled in this run claims the selector value ``chosen``
+    answers to: mloda would otherwise find two feature groups for one request and fail without saying why."""
+    rivals = [
+        backend
+        for backend in _enabled_in_this_run(backends)
+        if backend is not chosen and backend.BACKEND == chosen.BACKEND and backend.serves(chosen.FEATURE_NAME)
+    ]
+    if rivals:
+        from rag_integration.core.contract.feature_group import distribution_of
+
+        names = ", ".join(
+            f"{backend.__module__}.{backend.__qualname__} (distribution {distribution_of(backend)})"
+            for backend in (chosen, *rivals)
+        )
+        raise escalate_match_abort(
+            DuplicateBackendError(
+                f"{chosen.SELECTOR}={chosen.BACKEND!r} is claimed by {names} in family {chosen.FAMILY!r}: "
+                "enable one of them in the PluginCollector, or uninstall one"
+            )
+        )
 
 
 def _near(key: str, known: Iterable[str]) -> tuple[str, ...]:

@@ -11,14 +11,21 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from mloda.provider import ComputeFramework, FeatureGroup, FeatureSet, escalate_match_abort
 from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 
-from rag_integration.core.contract.declarations import check_request_options, check_selector
+from rag_integration.core.contract.declarations import check_request_options, check_selector, check_unique_selection
 from rag_integration.core.contract.frames import FrameworkAdapter, adapter_for, framework_classes
+from rag_integration.core.contract.profiles import IMPLICIT_PROFILES, PROFILE, Profile, profile_problems
 from rag_integration.core.contract.request_options import RETURN_METADATA
 from rag_integration.core.contract.schema import Shape, passages_shape
 from rag_integration.core.contract.sources import Source
 from rag_integration.core.deadline import DEADLINE_MS, Deadline, check_deadline, deadline_scope
 from rag_integration.core.documents.corpus import Corpus
-from rag_integration.core.errors import ConnectorError, ContractVersionError, InvalidOptionError, short_repr
+from rag_integration.core.errors import (
+    ConnectorError,
+    ContractVersionError,
+    InvalidOptionError,
+    UnknownProfileError,
+    short_repr,
+)
 from rag_integration.core.extras import modules_installed
 from rag_integration.core.options import NoSettings, OptionReader, option_keys, option_specs, read_options
 from rag_integration.core.progress import SHOW_PROGRESS, showing_progress, step
@@ -64,7 +71,7 @@ class SelectorFeatureGroup(FeatureGroup):
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ()
     SOURCES: ClassVar[tuple[Source, ...]] = ()
     """The family's inputs that come inline or from an upstream feature (``core.contract.sources``)."""
-    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(DEADLINE_MS, SHOW_PROGRESS)
+    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(DEADLINE_MS, SHOW_PROGRESS, PROFILE)
     """The option keys this class reads, besides the selector and its ``SOURCES``. A family
     base lists the family's keys and a backend only its own: ``declared_options`` adds up the whole class ladder."""
 
@@ -73,6 +80,13 @@ class SelectorFeatureGroup(FeatureGroup):
     SUPPORTED_CONTRACTS: ClassVar[tuple[str, ...]] = ()
     """The contract versions a third-party backend was written against; it is refused unless one is its family's.
     Empty for this package's own backends, which always follow their family."""
+
+    PROFILES: ClassVar[Mapping[str, Profile]] = {}
+    """Named presets of this backend's options with a latency budget (``core.contract.profiles``); none declared
+    means one, ``default``, without presets."""
+    SECRET_OPTIONS: ClassVar[Mapping[str, str]] = {}
+    """Options whose value is a secret (``"value"``) or names the environment variable holding one (``"env"``):
+    ``certify`` checks that the secret never shows in rows, errors, logs or its report."""
 
     SETTINGS: ClassVar[type[Any] | None] = None
     """The frozen dataclass a backend's own options are read into; each option is declared once, as a field
@@ -134,8 +148,10 @@ class SelectorFeatureGroup(FeatureGroup):
             return False
         try:
             cls.check_contract()
-        except ContractVersionError as error:
+            cls.profile_options(options)
+        except (ContractVersionError, UnknownProfileError) as error:
             raise escalate_match_abort(error) from None
+        check_unique_selection(cls, cls.loaded_backends())
         check_request_options(options, cls.loaded_backends())
         _compact_corpora(options, tuple(source.inline for source in cls.SOURCES if source.documents))
         _set_aside_unwritable(options)
@@ -185,6 +201,59 @@ class SelectorFeatureGroup(FeatureGroup):
             raise ContractVersionError(cls.BACKEND, distribution_of(cls), cls.CONTRACT_VERSION, supported, problem)
 
     @classmethod
+    def profiles(cls) -> Mapping[str, Profile]:
+        """The declared profiles, or the implicit ``default`` one."""
+        return cls.PROFILES or IMPLICIT_PROFILES
+
+    @classmethod
+    def profile_options(cls, options: Options | Mapping[str, Any]) -> Mapping[str, Any]:
+        """The presets of the profile a request names (``default`` when it names none); ``UnknownProfileError``
+        listing the declared ones when the backend has no such profile."""
+        name = options.get(PROFILE.key)
+        if name is None:
+            name = PROFILE.default
+        profiles = cls.profiles()
+        if not isinstance(name, str) or name not in profiles:
+            raise UnknownProfileError(str(cls.BACKEND), name, sorted(profiles))
+        return profiles[name].options
+
+    @classmethod
+    def declaration_problems(cls) -> list[str]:
+        """What this backend class declares wrongly for its family (empty when nothing): checked by
+        ``discover_backends`` for every backend an entry point brings."""
+        problems = []
+        if not isinstance(cls.BACKEND, str) or not cls.BACKEND.strip():
+            problems.append(f"BACKEND must be a non-empty str, got {cls.BACKEND!r}")
+        family_base = next((klass for klass in cls.__mro__[1:] if klass.__dict__.get("FAMILY")), None)
+        for name in ("FAMILY", "FEATURE_NAME", "SELECTOR"):
+            if family_base is not None and getattr(cls, name) != getattr(family_base, name):
+                problems.append(
+                    f"{name} is {getattr(cls, name)!r}, its family base {family_base.__name__} says "
+                    f"{getattr(family_base, name)!r}"
+                )
+        if cls.EXTRA is not None and not isinstance(cls.EXTRA, str):
+            problems.append(f"EXTRA must be a str or None, got {cls.EXTRA!r}")
+        modules = cls.REQUIRED_MODULES
+        if not isinstance(modules, tuple) or not all(isinstance(module, str) and module for module in modules):
+            problems.append(f"REQUIRED_MODULES must be a tuple of module names, got {modules!r}")
+        try:
+            cls.check_contract()
+        except ContractVersionError as error:
+            problems.append(str(error))
+        declared = cls.declared_options()
+        problems += profile_problems(cls.PROFILES, declared, frozenset({cls.SELECTOR}))
+        secrets = cls.SECRET_OPTIONS
+        if not isinstance(secrets, Mapping):
+            problems.append(f"SECRET_OPTIONS must be a mapping of option keys to 'value' or 'env', got {secrets!r}")
+        else:
+            for key, kind in secrets.items():
+                if key not in declared:
+                    problems.append(f"SECRET_OPTIONS names {key!r}, which the backend does not declare")
+                if kind not in ("value", "env"):
+                    problems.append(f"SECRET_OPTIONS[{key!r}] is {kind!r}: expected 'value' or 'env'")
+        return problems
+
+    @classmethod
     def is_installed(cls) -> bool:
         return modules_installed(cls.REQUIRED_MODULES)
 
@@ -197,7 +266,9 @@ class SelectorFeatureGroup(FeatureGroup):
     def calculate_feature(cls, data: object, features: FeatureSet) -> object:
         options = _single_request_options(features, cls.FEATURE_NAME)
         _refuse_unwritable(options)
-        reader = OptionReader(options, owner=f"{cls.__name__} ({cls.FEATURE_NAME})")
+        presets = cls.profile_options(options)
+        source: Options | Mapping[str, Any] = {**presets, **options.context, **options.group} if presets else options
+        reader = OptionReader(source, owner=f"{cls.__name__} ({cls.FEATURE_NAME})")
         adapter = adapter_for(next(iter(features.features)).get_compute_framework().get_class_name())
         with (
             deadline_scope(Deadline.read(reader)),

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_integration.core.contract.per_query import ON_ERROR
+from rag_integration.core.contract.profiles import PROFILE
 from rag_integration.core.deadline import DEADLINE_MS
 from rag_integration.core.documents.corpus import MetadataFilter
 from rag_integration.core.options import OptionReader, OptionSpec
@@ -37,6 +38,7 @@ SHARED_OPTIONS: tuple[OptionSpec[Any], ...] = (
     DEADLINE_MS,
     ON_ERROR,
     SHOW_PROGRESS,
+    PROFILE,
 )
 """Every option a family's request reads beside its backend's own (which families read which: their pages)."""
 

@@ -40,6 +40,9 @@ _THINKING = re.compile(r"^\s*<think>.*?</think>", re.DOTALL)
 
 Message = Mapping[str, str]
 
+SECRET_OPTIONS: Mapping[str, str] = {"llm_api_key_env": "env"}
+"""What a backend asking this client declares secret: the variable ``llm_api_key_env`` names holds the key."""
+
 
 @dataclass(frozen=True)
 class LlmSettings:

@@ -8,7 +8,7 @@ on. Its reply is split into sentences (``core.text.grounding.cited_sentences``) 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -16,6 +16,7 @@ from rag_integration.core.contract.schema import STRING, Shape
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.indexes.embedders import get_embedder
 from rag_integration.core.options import OptionReader, option, read_options
+from rag_integration.core.remote.llm_client import SECRET_OPTIONS as LLM_SECRET_OPTIONS
 from rag_integration.core.remote.llm_client import LlmSettings, chat
 from rag_integration.core.text.grounding import (
     CITATION_CHECKS,
@@ -92,6 +93,7 @@ class LlmResponder(BaseGenerateConnector[LlmResponderSettings]):
 
     BACKEND: ClassVar[str | None] = "llm"
     EXTRA: ClassVar[str | None] = "llm"
+    SECRET_OPTIONS: ClassVar[Mapping[str, str]] = LLM_SECRET_OPTIONS
     SETTINGS: ClassVar[type[Any] | None] = LlmResponderSettings
 
     @classmethod

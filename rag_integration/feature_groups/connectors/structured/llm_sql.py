@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rag_integration.core.contract.per_query import ErrorPolicy
 from rag_integration.core.errors import InvalidOptionError, SqlSafetyError, short_repr
 from rag_integration.core.options import OptionReader
 from rag_integration.core.remote.llm_client import OPTIONS as LLM_OPTIONS
+from rag_integration.core.remote.llm_client import SECRET_OPTIONS as LLM_SECRET_OPTIONS
 from rag_integration.core.remote.llm_client import LlmSettings, Message, chat
 from rag_integration.feature_groups.connectors.structured.base import BaseStructuredConnector, guard_sql
 from rag_integration.feature_groups.connectors.structured.sql.columns import INT64, is_utf8
@@ -49,6 +51,7 @@ class LlmSql(BaseStructuredConnector):
 
     BACKEND: ClassVar[str | None] = "llm"
     EXTRA: ClassVar[str | None] = "llm"
+    SECRET_OPTIONS: ClassVar[Mapping[str, str]] = LLM_SECRET_OPTIONS
     OPTIONS: ClassVar[tuple[str, ...]] = LLM_OPTIONS
     UNDERSTANDS: ClassVar[tuple[str, ...]] = ("any question one guarded SELECT over the table answers",)
 
