@@ -14,3 +14,10 @@ FEATURE_GROUPS: tuple[type[FeatureGroup], ...] = (
     *sorted(package_backend_classes(), key=lambda cls: (cls.FAMILY, str(cls.BACKEND), cls.__name__)),
     RetrievalMetrics,
 )
+
+OPTIONAL_ROOTS: tuple[str, ...] = tuple(
+    sorted({module.split(".")[0] for cls in package_backend_classes() for module in cls.REQUIRED_MODULES})
+)
+"""mloda's optional-dependency marker for the entry point above: the libraries our extras bring. Importing this
+module imports none of them (a test blocks them all), so a missing extra never stops plugin discovery."""
+
