@@ -188,3 +188,36 @@ def test_backends_lists_a_plugin_with_its_distribution_version_contract_and_prof
     assert set(row["profiles"]) == {"default", "fast"}
     table = run_with(tmp_path, "from rag_integration.cli import main\nmain(['backends'])\n")
     assert "default (2000 ms), fast (300 ms)" in table.stdout.replace("\n", " ") or "fast (300" in table.stdout
+
+
+def test_discovery_imports_none_of_the_libraries_our_extras_bring(tmp_path: Path) -> None:
+    code = """
+        import json, sys
+        from rag_integration import available_backends, discover_backends
+        from rag_integration.plugins import OPTIONAL_ROOTS
+        discover_backends(), available_backends()
+        print(json.dumps(sorted(root for root in OPTIONAL_ROOTS if root in sys.modules)))
+    """
+    completed = run_with(tmp_path, code)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert json.loads(completed.stdout.strip().splitlines()[-1]) == []
+
+
+def test_discovery_and_mlodas_loader_work_with_every_optional_library_missing(tmp_path: Path) -> None:
+    code = """
+        import json, sys
+        from rag_integration.plugins import OPTIONAL_ROOTS
+
+        for root in OPTIONAL_ROOTS:  # None in sys.modules: an import raises ModuleNotFoundError, find_spec finds none
+            sys.modules[root] = None
+        from mloda.user import PluginLoader
+        from rag_integration import available_backends, discover_backends
+        PluginLoader.all(force_reload=True)
+        rows = available_backends()
+        print(json.dumps({"found": len(discover_backends()), "installed": sum(row["installed"] for row in rows)}))
+    """
+    completed = run_with(tmp_path, code)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert result["found"] == len(package_backend_classes())
+    assert result["installed"] < len(package_backend_classes())
