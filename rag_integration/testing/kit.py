@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import json
+import math
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, TypeVar
 
@@ -28,6 +30,8 @@ ROWS_FEATURE = "kit_item_rows"
 PASSAGE_KEYS = frozenset({"doc_id", "text", "score", "rank"})
 BAD_TOP_K: tuple[Any, ...] = (0, -1, -2, -3, True, 1.0, 2.0, "3", "4", "5", [3], [5])
 """``top_k`` values every family with a ``top_k`` refuses: zero, negatives, a bool, floats, numeric text, lists."""
+BAD_EXPLAIN: tuple[Any, ...] = ("yes", "true", 1, 0, [True])
+"""``explain`` values every family with explanations refuses: it is a bool, never coerced."""
 BATCH_TOP_K = 3
 """The ``top_k`` of the batched and determinism requests: below the kits' corpus sizes, so each query's cut (and
 its ties) is exercised."""
@@ -225,6 +229,11 @@ class ContractKit:
         return True
 
     @classmethod
+    def supports_explain(cls) -> bool:
+        """True when the family's passages take ``explain=True`` (an ``explanation`` on each passage)."""
+        return False
+
+    @classmethod
     def sample_request(cls) -> dict[str, Any]:
         """One query with a known, non-empty answer whose first item is ``sample_top``."""
         raise NotImplementedError("return a request with one query and a known answer")
@@ -268,6 +277,20 @@ class ContractKit:
     def check_row(self, row: Any, request: Mapping[str, Any]) -> None:
         """Asserts one output row keeps the family's contract for ``request`` (sent without ``filters``)."""
         raise NotImplementedError("assert the family's row contract")
+
+    def check_explanation(self, passage: Mapping[str, Any], request: Mapping[str, Any]) -> None:
+        """Asserts one passage's ``explanation`` (``explain=True``): a JSON-ready dict naming the backend and its
+        ``kind``, repeating the passage's score, and, where it lists ``contributions``, parts adding up to it."""
+        explanation = passage["explanation"]
+        assert isinstance(explanation, dict), explanation
+        assert explanation["backend"] == self.connector_class().BACKEND, explanation
+        assert isinstance(explanation["kind"], str) and explanation["kind"], explanation
+        assert explanation["score"] == passage["score"], (explanation, passage)
+        assert json.loads(json.dumps(explanation, allow_nan=False)) == explanation
+        if "contributions" in explanation:
+            parts = [entry["contribution"] for entry in explanation["contributions"]]
+            assert all(type(part) is float for part in parts), explanation
+            assert math.isclose(sum(parts), passage["score"], rel_tol=1e-9, abs_tol=1e-12), explanation
 
     def request(self, **options: object) -> dict[str, Any]:
         """The backend's selector, then ``backend_options``, then the test's own options."""
@@ -381,6 +404,28 @@ class ContractKit:
         framework = framework_class(framework_name)
         for options in requests:
             assert self.run_on(framework, **options) == self.run(**options), options
+
+    @requires(lambda kit: kit.supports_explain())
+    def test_explain_adds_an_explanation_to_every_passage(self) -> None:
+        request = self.batch_request()
+        plain = self.run(**request)
+        explained = self.run(**{**request, "explain": True})
+        assert len(explained) == len(plain)
+        for row, plain_row in zip(explained, plain, strict=True):
+            passages = self.passages_of(row)
+            assert passages, row
+            unexplained = [
+                {key: value for key, value in passage.items() if key != "explanation"} for passage in passages
+            ]
+            assert unexplained == self.passages_of(plain_row)  # explaining changes no ranking and no score
+            for passage in passages:
+                self.check_explanation(passage, request)
+
+    @requires(lambda kit: kit.supports_explain())
+    @pytest.mark.parametrize("bad_explain", BAD_EXPLAIN, ids=repr)
+    def test_bad_explain_is_a_typed_error(self, bad_explain: object) -> None:
+        with pytest.raises(InvalidOptionError, match="explain"):
+            self.run(**{**self.sample_request(), "explain": bad_explain})
 
     def test_no_standard_test_is_silently_overridden(self) -> None:
         overrides = silent_overrides(type(self))

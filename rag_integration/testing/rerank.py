@@ -54,9 +54,14 @@ class RerankContractTests(ContractKit):
             {
                 "query_text": ["dog garden", "moon tide"],
                 "candidates_source": kit_rows_feature([CANDIDATES[:3], CANDIDATES[3:]]),
+                "explain": True,
             },
             {"query_text": "dog", "candidates": []},
         ]
+
+    @classmethod
+    def supports_explain(cls) -> bool:
+        return True
 
     @classmethod
     def sample_request(cls) -> dict[str, Any]:
@@ -83,6 +88,15 @@ class RerankContractTests(ContractKit):
         candidates = request["candidates"]
         assert_ranked_passages(row, document_texts(candidates))
         assert len(row) == min(request.get("top_k", 10), len(candidates))
+
+    def check_explanation(self, passage: Mapping[str, Any], request: Mapping[str, Any]) -> None:
+        """Also the ranks before and after: the candidate at ``input_rank`` is this passage, with its score."""
+        super().check_explanation(passage, request)
+        explanation, candidates = passage["explanation"], request["candidates"]
+        assert explanation["rank"] == passage["rank"], explanation
+        incoming = candidates[explanation["input_rank"] - 1]
+        assert str(incoming.get("doc_id", explanation["input_rank"] - 1)) == passage["doc_id"], explanation
+        assert explanation["input_score"] == incoming.get("score"), explanation
 
     def rerank(self, **options: object) -> list[Any]:
         return self.run(**options)

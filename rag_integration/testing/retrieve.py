@@ -51,9 +51,18 @@ class RetrieveContractTests(ContractKit):
         ]
         return [
             {"query_text": ["cat windowsill", "engine oil", "zyxwvut qqqq"], "corpus": mixed, "return_metadata": True},
-            {"queries_source": kit_rows_feature(["moon tide ocean", "lava eruption"]), "corpus": CORPUS, "top_k": 2},
+            {
+                "queries_source": kit_rows_feature(["moon tide ocean", "lava eruption"]),
+                "corpus": CORPUS,
+                "top_k": 2,
+                "explain": True,
+            },
             {"query_text": "cat", "corpus": []},
         ]
+
+    @classmethod
+    def supports_explain(cls) -> bool:
+        return True
 
     @classmethod
     def sample_request(cls) -> dict[str, Any]:

@@ -6,6 +6,7 @@ so one ``run_all`` can chain the families.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +108,35 @@ def passage_requests(
     if metadata_filter is None:
         return requests
     return [(query, metadata_filter.apply(passages)) for query, passages in requests]
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """An item's place in the list it came in: its position from 1 and the ``score`` it carried (None without)."""
+
+    rank: int
+    score: float | None
+
+
+def incoming_places(
+    reader: OptionReader, data: ReadableFrame | None, inline_option: str, source_option: str
+) -> list[dict[str, Incoming]]:
+    """Per output row of ``passage_requests``, each item's doc_id -> its incoming place, before ``filters``. Read
+    again only for explanations, so the common path never keeps the scores it drops."""
+    rows = query_rows(reader, data, inline_option, reader.raw(inline_option), source_option)
+    return [
+        {
+            document.doc_id: Incoming(position, _incoming_score(document.metadata.get("score")))
+            for position, document in enumerate(read_documents(row.items, row.option), start=1)
+        }
+        for row in rows
+    ]
+
+
+def _incoming_score(value: object) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
 
 
 def read_index_dir(reader: OptionReader, *, required: bool = False) -> Path | None:

@@ -26,6 +26,13 @@ FILTERS: OptionSpec[dict[str, object] | None] = OptionSpec(
     default=None,
     shown_as="dict",
 )
+EXPLAIN: OptionSpec[bool] = OptionSpec(
+    "explain",
+    "boolean",
+    "add `explanation` to each passage: a dict saying how its score was made (terms, similarity, fused ranks, ranks "
+    "before and after reranking)",
+    default=False,
+)
 INDEX_DIR: OptionSpec[Path | None] = OptionSpec(
     "index_dir", "path", "persist indexes here and load them back instead of rebuilding", default=None
 )
@@ -34,6 +41,7 @@ SHARED_OPTIONS: tuple[OptionSpec[Any], ...] = (
     TOP_K,
     RETURN_METADATA,
     FILTERS,
+    EXPLAIN,
     INDEX_DIR,
     DEADLINE_MS,
     ON_ERROR,

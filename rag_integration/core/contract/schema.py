@@ -25,9 +25,15 @@ Shape = Any
 PASSAGE: dict[str, Shape] = {"doc_id": STRING, "text": STRING, "score": FLOAT, "rank": INT}
 
 
-def passages_shape(return_metadata: bool = False) -> Shape:
-    """A ranked list of passages, with ``metadata`` as JSON text when asked for."""
-    return [{**PASSAGE, "metadata": JSON}] if return_metadata else [PASSAGE]
+def passages_shape(return_metadata: bool = False, explain: bool = False) -> Shape:
+    """A ranked list of passages, with ``metadata`` and ``explanation`` as JSON text when asked for: both are
+    free-form dicts whose keys differ per document or per backend."""
+    passage = dict(PASSAGE)
+    if return_metadata:
+        passage["metadata"] = JSON
+    if explain:
+        passage["explanation"] = JSON
+    return [passage]
 
 
 def arrow_type(shape: Shape) -> Any:

@@ -64,15 +64,15 @@ def _raise_first_duplicate(doc_ids: Sequence[str], option: str) -> None:
 
 READ_CHECK_EVERY = 4_096
 """Documents read between two looks at the request's ``deadline_ms``."""
-PASSAGE_ONLY_KEYS = ("score", "rank", "metadata")
+PASSAGE_ONLY_KEYS = ("score", "rank", "metadata", "explanation")
 
 
 def read_passages(raw: object, option: str) -> list[Document]:
     """Passages (from retrieve or rerank) or plain documents, in the given order.
 
-    An incoming ``score`` and ``rank`` belong to the previous step and are dropped; a passage's ``metadata`` dict
-    is its metadata, merged with any other extra key (a plain document's metadata); a key given both ways with
-    different values, or a ``metadata`` that is not a dict, is an error rather than a silent choice.
+    An incoming ``score``, ``rank`` and ``explanation`` belong to the previous step and are dropped; a passage's
+    ``metadata`` dict is its metadata, merged with any other extra key (a plain document's metadata); a key given
+    both ways with different values, or a ``metadata`` that is not a dict, is an error rather than a silent choice.
     """
     documents = read_documents(raw, option)
     return [

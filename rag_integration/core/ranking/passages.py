@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
@@ -29,6 +30,20 @@ so a 100,000-query batch is searched in slices instead of holding millions of th
 _score = itemgetter(1)
 
 
+@dataclass(frozen=True)
+class RankedQuery:
+    """One query's returned passages as ``(document position, score)``, best first, and the depth of the search
+    that found them: what a backend explains (``Explain``), for these passages alone."""
+
+    query: str
+    hits: Hits
+    depth: int
+
+
+Explain = Callable[[list[RankedQuery], AllowedMask], list[list[dict[str, Any]]]]
+"""Explanations of ranked queries, one list per query and one dict per returned passage, in order."""
+
+
 def rank_corpus(
     documents: Sequence[Document],
     queries: list[str],
@@ -36,11 +51,14 @@ def rank_corpus(
     search: Search,
     metadata_filter: MetadataFilter | None = None,
     return_metadata: bool = False,
+    explain: Explain | None = None,
 ) -> list[list[dict[str, Any]]]:
     """Passage rows for every query: filter to a mask, search with exact ties, rank; ``search`` is called only
     when some document can be returned, so a backend never builds an index for nothing.
 
     Each slice of queries is ranked as soon as it is searched, so only one slice's raw hits are alive at a time.
+    With ``explain``, each row also gets ``explanation``, asked for once for every query's returned passages
+    after all are ranked; without it nothing of the kind is kept.
     """
     allowed = None
     if metadata_filter is not None:
@@ -50,8 +68,21 @@ def rank_corpus(
     if not documents or (allowed is not None and not allowed.any()):
         return rows
     exact = iter_exact_ties(lambda batch, depth: search(batch, depth, allowed), queries, top_k, len(documents))
-    for position, hits in exact:
-        rows[position] = rank_hits(hits, documents, top_k, return_metadata=return_metadata)
+    if explain is None:
+        for position, hits, _ in exact:
+            rows[position] = rank_hits(hits, documents, top_k, return_metadata=return_metadata)
+        return rows
+    ranked: list[tuple[int, RankedQuery]] = []
+    for position, hits, depth in exact:
+        best = best_hits(hits, documents, top_k)
+        rows[position] = passage_rows(best, documents, return_metadata)
+        ranked.append((position, RankedQuery(queries[position], best, depth)))
+    explained = explain([query for _, query in ranked], allowed)
+    for (position, query), explanations in zip(ranked, explained, strict=True):
+        if len(explanations) != len(query.hits):
+            raise RankingContractError(f"{len(explanations)} explanations for {len(query.hits)} passages")
+        for row, explanation in zip(rows[position], explanations, strict=True):
+            row["explanation"] = explanation
     return rows
 
 
@@ -64,6 +95,13 @@ def rank_hits(
     return_metadata: bool = False,
 ) -> list[dict[str, Any]]:
     """Sort ``(position, score)`` hits best first, ties by ascending doc_id, and build rank 1..n rows."""
+    return passage_rows(best_hits(hits, documents, top_k, positive_only=positive_only), documents, return_metadata)
+
+
+def best_hits(
+    hits: Iterable[tuple[int, float]], documents: Sequence[Document], top_k: int, *, positive_only: bool = True
+) -> Hits:
+    """The ``top_k`` best ``(position, score)`` hits, best first, ties by ascending doc_id, scores as floats."""
     count = len(documents)
     best: dict[int, float] = {}
     for position, score in hits:
@@ -85,8 +123,13 @@ def rank_hits(
         ordered = sorted(candidates, key=_score, reverse=True)
     else:
         ordered = sorted(candidates, key=lambda hit: (-hit[1], documents[hit[0]].doc_id))
+    return ordered[:top_k]
+
+
+def passage_rows(hits: Hits, documents: Sequence[Document], return_metadata: bool = False) -> list[dict[str, Any]]:
+    """Rows of rank 1..n for hits already in order (``best_hits``)."""
     rows: list[dict[str, Any]] = []
-    for rank, (position, score) in enumerate(ordered[:top_k], start=1):
+    for rank, (position, score) in enumerate(hits, start=1):
         document = documents[position]
         row: dict[str, Any] = {"doc_id": document.doc_id, "text": document.text, "score": score, "rank": rank}
         if return_metadata:
@@ -127,15 +170,16 @@ def search_with_exact_ties(
     Libraries break ties by internal order; the contract breaks them by doc_id, which needs every tied hit.
     """
     results: list[Hits] = [[] for _ in queries]
-    for position, hits in iter_exact_ties(search, queries, top_k, candidate_count):
+    for position, hits, _ in iter_exact_ties(search, queries, top_k, candidate_count):
         results[position] = hits
     return results
 
 
 def iter_exact_ties(
     search: Callable[[list[str], int], list[Hits]], queries: list[str], top_k: int, candidate_count: int
-) -> Iterator[tuple[int, Hits]]:
-    """``(query position, hits)`` for every query once its tie at the ``top_k`` cut is complete, in any order.
+) -> Iterator[tuple[int, Hits, int]]:
+    """``(query position, hits, depth searched)`` for every query once its tie at the ``top_k`` cut is complete, in
+    any order.
 
     The first search asks for ``TIE_MARGIN`` hits beyond ``top_k``; the queries whose last hit still ties the cut
     are searched again together, at twice the depth per round, so a batch costs O(log candidates) search calls
@@ -153,7 +197,7 @@ def iter_exact_ties(
                 if depth < candidate_count and _tie_may_continue(hits, top_k, depth):
                     widen.append(position)
                 else:
-                    yield position, hits
+                    yield position, hits, depth
         pending = widen
         depth = min(depth * 2, candidate_count)
 

@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
-from rag_integration.core.contract.queries import passage_requests
-from rag_integration.core.contract.request_options import FILTERS, RETURN_METADATA, TOP_K
+from rag_integration.core.contract.queries import Incoming, incoming_places, passage_requests
+from rag_integration.core.contract.request_options import EXPLAIN, FILTERS, RETURN_METADATA, TOP_K
+from rag_integration.core.contract.schema import Shape, passages_shape
 from rag_integration.core.contract.sources import CANDIDATES, QUERIES, Source
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Document
@@ -33,19 +34,26 @@ class BaseRerankConnector(SelectorFeatureGroup, Generic[SettingsT]):
     CONTRACT_VERSION: ClassVar[str] = "1.0"
     FEATURE_NAME: ClassVar[str] = "reranked_passages"
     SELECTOR: ClassVar[str] = "rerank_backend"
-    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(TOP_K, FILTERS, RETURN_METADATA)
+    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(TOP_K, FILTERS, RETURN_METADATA, EXPLAIN)
     SOURCES: ClassVar[tuple[Source, ...]] = (QUERIES, CANDIDATES)
+
+    @classmethod
+    def output_shape(cls, reader: OptionReader) -> Shape:
+        return passages_shape(RETURN_METADATA.read(reader), EXPLAIN.read(reader))
 
     @classmethod
     def answer(cls, data: ReadableFrame | None, reader: OptionReader) -> Mapping[str, Any]:
         requests = passage_requests(reader, data, "candidates", "candidates_source")
         top_k = TOP_K.read(reader)
         return_metadata = RETURN_METADATA.read(reader)
+        places: list[dict[str, Incoming] | None] = [None] * len(requests)
+        if EXPLAIN.read(reader):
+            places = list(incoming_places(reader, data, "candidates", "candidates_source"))
         settings = cls.read_settings(reader)
         rows = []
         for position, (query, candidates) in enumerate(requests):
             check_deadline(f"before query {position + 1} of {len(requests)} was reranked")
-            rows.append(cls.rerank(query, candidates, top_k, settings, return_metadata))
+            rows.append(cls.rerank(query, candidates, top_k, settings, return_metadata, places[position]))
         return {cls.FEATURE_NAME: rows}
 
     @classmethod
@@ -56,7 +64,10 @@ class BaseRerankConnector(SelectorFeatureGroup, Generic[SettingsT]):
         top_k: int,
         settings: SettingsT,
         return_metadata: bool = False,
+        incoming: Mapping[str, Incoming] | None = None,
     ) -> list[dict[str, Any]]:
+        """The candidates by their new scores; with ``incoming`` (their places in the list they came in), each
+        row also gets ``explanation``: its rank and score before and after, and the backend's own ``explain``."""
         if not candidates:
             return []
         scores = [float(score) for score in cls.score(query, [candidate.text for candidate in candidates], settings)]
@@ -65,10 +76,32 @@ class BaseRerankConnector(SelectorFeatureGroup, Generic[SettingsT]):
         if not all(math.isfinite(score) for score in scores):
             raise RankingContractError(f"{cls.__name__} returned a non-finite score: {scores}")
         order = sorted(range(len(candidates)), key=lambda position: (-scores[position], position))[:top_k]
-        return [
+        rows = [
             passage_row(candidates[position], scores[position], rank, return_metadata)
             for rank, position in enumerate(order, start=1)
         ]
+        if incoming is not None:
+            details = cls.explain(query, [candidate.text for candidate in candidates], order, settings)
+            for row, position, detail in zip(rows, order, details, strict=True):
+                place = incoming[candidates[position].doc_id]
+                row["explanation"] = {
+                    "backend": cls.BACKEND,
+                    "kind": detail.pop("kind"),
+                    "score": row["score"],
+                    "rank": row["rank"],
+                    "input_rank": place.rank,
+                    "input_score": place.score,
+                    **detail,
+                }
+        return rows
+
+    @classmethod
+    def explain(cls, query: str, texts: list[str], positions: list[int], settings: SettingsT) -> list[dict[str, Any]]:
+        """How the candidates at ``positions`` (the kept ones, best first) got their scores: one JSON-ready dict
+        each with a ``kind`` naming its shape (where the score is a sum, its parts under ``contributions``, each
+        with a ``contribution``). The base adds the ranks and scores before and after. By default nothing more
+        (kind ``rerank``)."""
+        return [{"kind": "rerank"} for _ in positions]
 
     @classmethod
     def score(cls, query: str, texts: list[str], settings: SettingsT) -> Sequence[float]:

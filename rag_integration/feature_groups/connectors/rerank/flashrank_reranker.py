@@ -85,6 +85,15 @@ class FlashRankReranker(BaseRerankConnector[FlashRankSettings]):
         by_position = {passage["id"]: float(passage["score"]) for passage in ranker.rerank(request)}
         return [by_position[position] for position in range(len(texts))]
 
+    @classmethod
+    def explain(
+        cls, query: str, texts: list[str], positions: list[int], settings: FlashRankSettings
+    ) -> list[dict[str, Any]]:
+        """The model that read each (query, passage) pair; its score is the sigmoid of that model's logit."""
+        return [
+            {"kind": "cross_encoder", "model": settings.model, "max_length": settings.max_length} for _ in positions
+        ]
+
 
 @functools.lru_cache(maxsize=4)
 def _ranker(folder: str, model: str, max_length: int) -> Any:

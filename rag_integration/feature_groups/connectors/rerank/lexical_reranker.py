@@ -48,15 +48,38 @@ class LexicalReranker(BaseRerankConnector[LexicalSettings]):
         with the query: BM25 over a few candidates is a weaker signal than the ranker that chose them, so it
         reorders them where it is sure rather than replacing their order. Equal texts share the rank of the first
         (a retriever scored them alike), so they score alike."""
-        lexical = lexical_scores(query, texts, language=settings.language, k1=settings.k1, b=settings.b)
-        first_rank: dict[str, int] = {}
-        for position, text in enumerate(texts):
-            first_rank.setdefault(text, position + 1)
-        matching = [position for position in range(len(texts)) if lexical[position] > 0]
-        distinct_scores = sorted({lexical[position] for position in matching}, reverse=True)
-        lexical_rank = {score: rank for rank, score in enumerate(distinct_scores, start=1)}
+        first_rank, lexical, lexical_rank = _ranks(query, texts, settings)
         return [
             settings.input_weight / (RRF_K + first_rank[text])
             + (1.0 / (RRF_K + lexical_rank[lexical[position]]) if lexical[position] > 0 else 0.0)
             for position, text in enumerate(texts)
         ]
+
+    @classmethod
+    def explain(
+        cls, query: str, texts: list[str], positions: list[int], settings: LexicalSettings
+    ) -> list[dict[str, Any]]:
+        """The fusion's two parts: the incoming order's and BM25's (its score over the candidates and rank)."""
+        first_rank, lexical, lexical_rank = _ranks(query, texts, settings)
+        explained = []
+        for position in positions:
+            text, bm25 = texts[position], lexical[position]
+            rank = lexical_rank[bm25] if bm25 > 0 else None
+            incoming = {"part": "input order", "rank": first_rank[text], "weight": settings.input_weight}
+            matched = {"part": "bm25", "rank": rank, "bm25": float(bm25), "weight": 1.0}
+            incoming["contribution"] = settings.input_weight / (RRF_K + first_rank[text])
+            matched["contribution"] = 1.0 / (RRF_K + rank) if rank is not None else 0.0
+            explained.append({"kind": "lexical_rrf", "rrf_k": RRF_K, "contributions": [incoming, matched]})
+        return explained
+
+
+def _ranks(
+    query: str, texts: list[str], settings: LexicalSettings
+) -> tuple[dict[str, int], list[float], dict[float, int]]:
+    """Each text's first place from 1, the BM25 scores and the rank of each positive BM25 score."""
+    lexical = lexical_scores(query, texts, language=settings.language, k1=settings.k1, b=settings.b)
+    first_rank: dict[str, int] = {}
+    for position, text in enumerate(texts):
+        first_rank.setdefault(text, position + 1)
+    distinct_scores = sorted({score for score in lexical if score > 0}, reverse=True)
+    return first_rank, list(lexical), {score: rank for rank, score in enumerate(distinct_scores, start=1)}

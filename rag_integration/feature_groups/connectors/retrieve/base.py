@@ -17,19 +17,27 @@ from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.frames import FrameworkAdapter, SparkAdapter
 from rag_integration.core.contract.queries import read_corpus, read_index_dir, read_queries
 from rag_integration.core.contract.request_options import (
+    EXPLAIN,
     FILTERS,
     INDEX_DIR,
     RETURN_METADATA,
     TOP_K,
     read_metadata_filter,
 )
+from rag_integration.core.contract.schema import Shape, passages_shape
 from rag_integration.core.contract.sources import CORPUS, QUERIES, Source
 from rag_integration.core.contract.spark import Shipment, answer_partitions
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Document, MetadataFilter, corpus_fingerprint
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader, option_keys
-from rag_integration.core.ranking.passages import AllowedMask, Hits, rank_corpus, search_with_exact_ties
+from rag_integration.core.ranking.passages import (
+    AllowedMask,
+    Hits,
+    RankedQuery,
+    rank_corpus,
+    search_with_exact_ties,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame as SparkFrame
@@ -58,6 +66,7 @@ class RetrieveRequest:
     metadata_filter: MetadataFilter | None
     return_metadata: bool
     index_dir: Path | None
+    explain: bool = False
 
     @classmethod
     def read(
@@ -78,6 +87,7 @@ class RetrieveRequest:
             metadata_filter=read_metadata_filter(reader),
             return_metadata=RETURN_METADATA.read(reader),
             index_dir=read_index_dir(reader),
+            explain=EXPLAIN.read(reader),
         )
 
 
@@ -88,7 +98,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
     CONTRACT_VERSION: ClassVar[str] = "1.0"
     FEATURE_NAME: ClassVar[str] = "retrieved_passages"
     SELECTOR: ClassVar[str] = "retrieve_backend"
-    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(TOP_K, FILTERS, RETURN_METADATA, INDEX_DIR)
+    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(TOP_K, FILTERS, RETURN_METADATA, INDEX_DIR, EXPLAIN)
     SOURCES: ClassVar[tuple[Source, ...]] = (QUERIES, CORPUS)
     CORPUS_REQUIRED: ClassVar[bool] = True
     STORES_INDEX: ClassVar[bool] = True
@@ -101,6 +111,10 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         request = RetrieveRequest.read(reader, data, corpus_required=cls.CORPUS_REQUIRED)
         settings = cls.read_settings(reader)
         return {cls.FEATURE_NAME: cls.retrieve(request, settings)}
+
+    @classmethod
+    def output_shape(cls, reader: OptionReader) -> Shape:
+        return passages_shape(RETURN_METADATA.read(reader), EXPLAIN.read(reader))
 
     @classmethod
     def answer_frame(cls, adapter: FrameworkAdapter, data: object, reader: OptionReader) -> object:
@@ -132,8 +146,24 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
             check_deadline(f"before {cls.__name__} searched {len(queries)} queries")
             return cls.search(built, queries, depth, allowed, settings)
 
+        def explain(ranked: list[RankedQuery], allowed: AllowedMask) -> list[list[dict[str, Any]]]:
+            details = cls.explain(index(), ranked, allowed, settings)
+            return [
+                [
+                    {"backend": cls.BACKEND, "kind": detail.pop("kind"), "score": score, **detail}
+                    for (_, score), detail in zip(query.hits, query_details, strict=True)
+                ]
+                for query, query_details in zip(ranked, details, strict=True)
+            ]
+
         return rank_corpus(
-            documents, request.queries, request.top_k, search, request.metadata_filter, request.return_metadata
+            documents,
+            request.queries,
+            request.top_k,
+            search,
+            request.metadata_filter,
+            request.return_metadata,
+            explain if request.explain else None,
         )
 
     @classmethod
@@ -229,6 +259,23 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         range or a non-finite score is refused by the base with ``RankingContractError``.
         """
         raise NotImplementedError
+
+    @classmethod
+    def explain(
+        cls, index: I, ranked: list[RankedQuery], allowed: AllowedMask, settings: S
+    ) -> list[list[dict[str, Any]]]:
+        """Why each returned passage scored as it did (``explain=True`` only, so it costs nothing otherwise): one
+        JSON-ready dict per hit of each ranked query, in order, with a ``kind`` naming its shape; the base adds
+        ``backend`` and ``score``. Where the score is a sum, list its parts under ``contributions``, each with a
+        ``contribution``, adding up to the score. By default the score alone (kind ``score``).
+
+        Args:
+            index: the index the hits were searched in.
+            ranked: per query its text, its returned ``(position, score)`` hits best first, and the search depth.
+            allowed: the request's ``filters`` as a mask over positions, or None.
+            settings: the request's full settings.
+        """
+        return [[{"kind": "score"} for _ in query.hits] for query in ranked]
 
     @classmethod
     def save_index(cls, index: I, folder: Path) -> None:

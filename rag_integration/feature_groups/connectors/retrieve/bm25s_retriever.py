@@ -23,13 +23,9 @@ from rag_integration.core.indexes.term_counts import ANALYSIS_MEMO, AnalysisSett
 from rag_integration.core.indexes.vector_index import SEARCH_THREADS
 from rag_integration.core.options import option
 from rag_integration.core.ranking.bm25_scores import NONOCCURRENCE_METHODS, bm25_scores
-from rag_integration.core.ranking.passages import AllowedMask, Hits, best_positive_hits
-from rag_integration.core.text.analysis import (
-    ANALYSIS_VERSION,
-    LANGUAGE,
-    analyzer_for,
-    check_language,
-)
+from rag_integration.core.ranking.explain import bm25_contributions, query_words
+from rag_integration.core.ranking.passages import AllowedMask, Hits, RankedQuery, best_positive_hits
+from rag_integration.core.text.analysis import ANALYSIS_VERSION, LANGUAGE, Analyzer, analyzer_for, check_language
 from rag_integration.core.text.languages import CorpusLanguages, query_language
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
@@ -86,11 +82,14 @@ class Bm25sIndex:
     def query_language(self, query: str) -> str:
         return query_language(query, self.settings.language, self.languages)
 
+    def analyzer(self, query: str) -> Analyzer:
+        """The analysis of ``query``: its language's, stemmed as the corpus is."""
+        return analyzer_for(self.query_language(query), stem=self.settings.stemmer)
+
     def query_ids(self, query: str) -> list[int]:
         """The ids of the query's terms the corpus holds, in order, analysed in the query's language."""
-        language = self.query_language(query)
         vocabulary = self.vocabulary
-        terms = analyzer_for(language, stem=self.settings.stemmer).query_terms(query, vocabulary)
+        terms = self.analyzer(query).query_terms(query, vocabulary)
         return [vocabulary[term] for term in terms if term in vocabulary]
 
     @functools.cached_property
@@ -152,6 +151,32 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
         with ThreadPoolExecutor(max_workers=settings.threads) as pool:
             scored = pool.map(lambda block: _block_hits(matrix, block, depth, weight_mask), blocks)
             return [hits for block_hits in scored for hits in block_hits]
+
+    @classmethod
+    def explain(
+        cls, index: Bm25sIndex, ranked: list[RankedQuery], allowed: AllowedMask, settings: Bm25sSettings
+    ) -> list[list[dict[str, Any]]]:
+        """Each matched query term (its stem and the query words behind it) and what it added to the score."""
+        nonoccurrence = index.retriever.nonoccurrence_array
+        explained = []
+        for query in ranked:
+            analyzer = index.analyzer(query.query)
+            terms = [term for term in analyzer.query_terms(query.query, index.vocabulary) if term in index.vocabulary]
+            ids = [index.vocabulary[term] for term in terms]
+            words = query_words(query.query, functools.partial(analyzer.query_terms, known=index.vocabulary))
+            explained.append(
+                [
+                    {
+                        "kind": "bm25",
+                        "method": settings.index.method,
+                        "contributions": bm25_contributions(
+                            index.term_document_matrix, nonoccurrence, ids, terms, words, position
+                        ),
+                    }
+                    for position, _ in query.hits
+                ]
+            )
+        return explained
 
     @classmethod
     def save_index(cls, index: Bm25sIndex, folder: Path) -> None:

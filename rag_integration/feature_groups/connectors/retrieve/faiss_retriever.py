@@ -25,7 +25,8 @@ from rag_integration.core.indexes.vector_index import (
     search_faiss_index,
 )
 from rag_integration.core.options import OptionReader, read_options
-from rag_integration.core.ranking.passages import AllowedMask, Hits
+from rag_integration.core.ranking.explain import dense_explanation
+from rag_integration.core.ranking.passages import AllowedMask, Hits, RankedQuery
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
 if TYPE_CHECKING:
@@ -122,6 +123,13 @@ class FaissDenseRetriever(BaseRetrieveConnector[FaissDenseSettings, FaissDenseIn
         cls, index: FaissIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: FaissDenseSettings
     ) -> list[Hits]:
         return search_faiss_index(index.index, index.query_vectors(queries), depth, allowed, settings.faiss, "faiss")
+
+    @classmethod
+    def explain(
+        cls, index: FaissIndex, ranked: list[RankedQuery], allowed: AllowedMask, settings: FaissDenseSettings
+    ) -> list[list[dict[str, Any]]]:
+        model, kind = settings.index.embedding_model, settings.index.faiss.kind
+        return [[dense_explanation(score, model, kind) for _, score in query.hits] for query in ranked]
 
     @classmethod
     def save_index(cls, index: FaissIndex, folder: Path) -> None:

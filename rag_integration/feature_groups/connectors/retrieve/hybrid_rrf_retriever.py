@@ -17,8 +17,9 @@ from typing import Any, ClassVar
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.indexes.cache import approximate_bytes
 from rag_integration.core.options import OptionReader, option, read_options
+from rag_integration.core.ranking.explain import rrf_contributions
 from rag_integration.core.ranking.fusion import MIN_RRF_K, fuse_ranks, read_rrf_weights
-from rag_integration.core.ranking.passages import AllowedMask, Hits
+from rag_integration.core.ranking.passages import AllowedMask, Hits, RankedQuery
 from rag_integration.core.text.languages import CorpusLanguages
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 from rag_integration.feature_groups.connectors.retrieve.bm25s_retriever import (
@@ -145,26 +146,35 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
     def search(
         cls, index: HybridIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: HybridSettings
     ) -> list[Hits]:
-        candidates = min(max(settings.candidates, depth), index.document_count)
-        per_ranker = [
-            ranker.search_exact(ranker_index, queries, candidates, allowed, index.document_count, ranker_settings)
-            for ranker, ranker_index, ranker_settings in zip(
-                RANKERS, index.rankers, (settings.bm25s, settings.faiss), strict=True
-            )
+        return [
+            [(index.position_of[doc_id], score) for doc_id, score in fusion.fused[:depth]]
+            for fusion in _fusions(index, queries, depth, allowed, settings)
         ]
-        lexical_index, dense_index = index.rankers
-        covered = dense_index.query_vectors.embedder.languages
-        results = []
-        for query_position, query in enumerate(queries):
-            lexical, dense = (_ranks(hits[query_position], index.doc_ids) for hits in per_ranker)
-            if covered is not None:
-                if lexical_index.query_language(query) not in covered:
-                    dense = {}
-                else:
-                    dense = _covered_ranks(lexical, dense, covered, lexical_index.languages, index.position_of)
-            fused = fuse_ranks([lexical, dense], settings.rrf_k, settings.weights)[:depth]
-            results.append([(index.position_of[doc_id], score) for doc_id, score in fused])
-        return results
+
+    @classmethod
+    def explain(
+        cls, index: HybridIndex, ranked: list[RankedQuery], allowed: AllowedMask, settings: HybridSettings
+    ) -> list[list[dict[str, Any]]]:
+        """Each ranking's rank and score of the passage and its share ``weight / (rrf_k + rank)`` of the fused
+        score, from the rankings fused again exactly as the search fused them (same depth, same filter)."""
+        names = [str(ranker.BACKEND) for ranker in RANKERS]
+        explained = []
+        for query in ranked:
+            [fusion] = _fusions(index, [query.query], query.depth, allowed, settings)
+            scores = fusion.scores(index.doc_ids)
+            explained.append(
+                [
+                    {
+                        "kind": "rrf",
+                        "rrf_k": settings.rrf_k,
+                        "contributions": rrf_contributions(
+                            names, fusion.ranks, scores, settings.weights, settings.rrf_k, doc_id, fusion.notes(doc_id)
+                        ),
+                    }
+                    for doc_id in (index.doc_ids[position] for position, _ in query.hits)
+                ]
+            )
+        return explained
 
     @classmethod
     def save_index(cls, index: HybridIndex, folder: Path) -> None:
@@ -182,6 +192,64 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
         return HybridIndex(rankers, tuple(document.doc_id for document in documents))
 
 
+@dataclass(frozen=True)
+class Fusion:
+    """One query's fusion: each ranking's hits and ranks (doc_id -> rank), why a ranking differs from its ranker's
+    own (None where it does not), and the fused ``(doc_id, score)`` list, best first."""
+
+    hits: list[Hits]
+    ranks: list[dict[str, int]]
+    fused: list[tuple[str, float]]
+    dense_dropped: bool = False
+    stand_ins: frozenset[str] = frozenset()
+    """doc_ids whose dense rank is their bm25s rank."""
+
+    def notes(self, doc_id: str) -> list[str | None]:
+        if self.dense_dropped:
+            return [None, OUTSIDE_QUERY]
+        return [None, OUTSIDE_DOCUMENT if doc_id in self.stand_ins else None]
+
+    def scores(self, doc_ids: Sequence[str]) -> list[dict[str, float]]:
+        """Each ranking's scores by doc_id of the documents it ranks (those scoring above 0); a stand-in's dense
+        score is the bm25s score its rank comes with."""
+        lexical, dense = ({doc_ids[position]: score for position, score in hits if score > 0.0} for hits in self.hits)
+        dense.update((doc_id, lexical[doc_id]) for doc_id in self.stand_ins if doc_id in lexical)
+        return [lexical, {} if self.dense_dropped else dense]
+
+
+OUTSIDE_QUERY = "the embedder does not know the query's language: bm25s ranks alone"
+OUTSIDE_DOCUMENT = "the embedder does not know the document's language: its bm25s rank stands in"
+
+
+def _fusions(
+    index: HybridIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: HybridSettings
+) -> list[Fusion]:
+    """Each query's rankings, read ``rrf_candidates`` deep (at least ``depth``), and their fusion. A dense ranking
+    is only fused where its model knows the language (see the module's docstring)."""
+    candidates = min(max(settings.candidates, depth), index.document_count)
+    per_ranker = [
+        ranker.search_exact(ranker_index, queries, candidates, allowed, index.document_count, ranker_settings)
+        for ranker, ranker_index, ranker_settings in zip(
+            RANKERS, index.rankers, (settings.bm25s, settings.faiss), strict=True
+        )
+    ]
+    lexical_index, dense_index = index.rankers
+    covered = dense_index.query_vectors.embedder.languages
+    fusions = []
+    for query_position, query in enumerate(queries):
+        hits = [ranker_hits[query_position] for ranker_hits in per_ranker]
+        lexical, dense = (_ranks(ranker_hits, index.doc_ids) for ranker_hits in hits)
+        dropped, stand_ins = False, frozenset[str]()
+        if covered is not None:
+            if lexical_index.query_language(query) not in covered:
+                dense, dropped = {}, True
+            else:
+                dense, stand_ins = _covered_ranks(lexical, dense, covered, lexical_index.languages, index.position_of)
+        fused = fuse_ranks([lexical, dense], settings.rrf_k, settings.weights)
+        fusions.append(Fusion(hits, [lexical, dense], fused, dropped, stand_ins))
+    return fusions
+
+
 def _ranks(hits: Hits, doc_ids: Sequence[str]) -> dict[str, int]:
     """doc_id -> rank from 1 of the positive hits, ties by doc_id."""
     positive = sorted((hit for hit in hits if hit[1] > 0.0), key=lambda hit: (-hit[1], doc_ids[hit[0]]))
@@ -194,12 +262,13 @@ def _covered_ranks(
     covered: frozenset[str],
     languages: CorpusLanguages,
     position_of: Mapping[str, int],
-) -> dict[str, int]:
+) -> tuple[dict[str, int], frozenset[str]]:
     """The dense ranks of documents in the embedder's languages, and for the others their lexical rank: a model
-    is neither trusted nor held against a document in a language it never learnt."""
+    is neither trusted nor held against a document in a language it never learnt. With the doc_ids given their
+    lexical rank."""
     if all(language in covered for language in languages.languages):
-        return dict(dense)
+        return dict(dense), frozenset()
     outside = {doc_id for doc_id in {*lexical, *dense} if languages.of_document(position_of[doc_id]) not in covered}
     ranks = {doc_id: rank for doc_id, rank in dense.items() if doc_id not in outside}
     ranks.update((doc_id, lexical[doc_id]) for doc_id in outside if doc_id in lexical)
-    return ranks
+    return ranks, frozenset(doc_id for doc_id in outside if doc_id in lexical)

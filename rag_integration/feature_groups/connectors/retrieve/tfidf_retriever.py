@@ -19,8 +19,9 @@ from rag_integration.core.indexes.corpus_languages import load_corpus_languages,
 from rag_integration.core.indexes.store import load_npy, load_sparse_parts, save_npy, term_ids
 from rag_integration.core.indexes.term_counts import ANALYSIS_MEMO, EMPTY_TERM, AnalysedCorpus, AnalysisSettings
 from rag_integration.core.options import option
-from rag_integration.core.ranking.passages import AllowedMask, Hits, best_positive_hits
-from rag_integration.core.text.analysis import ANALYSIS_VERSION, LANGUAGE, analyzer_for, check_language
+from rag_integration.core.ranking.explain import dot_contributions, ngram_words, query_words, sparse_row
+from rag_integration.core.ranking.passages import AllowedMask, Hits, RankedQuery, best_positive_hits
+from rag_integration.core.text.analysis import ANALYSIS_VERSION, LANGUAGE, Analyzer, analyzer_for, check_language
 from rag_integration.core.text.languages import CorpusLanguages, analyse_texts, query_language
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
@@ -53,12 +54,12 @@ class TfidfIndex:
     languages: CorpusLanguages
     settings: TfidfSettings
 
+    def analyzer(self, query: str) -> Analyzer:
+        return analyzer_for(query_language(query, self.settings.language, self.languages))
+
     def query_rows(self, queries: list[str]) -> scipy.sparse.csr_matrix:
         """The queries' TF-IDF rows, each analysed in its language."""
-        analysed = []
-        for query in queries:
-            language = query_language(query, self.settings.language, self.languages)
-            analysed.append(_with_ngrams(analyzer_for(language).terms(query), self.settings.ngram_max))
+        analysed = [_with_ngrams(self.analyzer(query).terms(query), self.settings.ngram_max) for query in queries]
         return self.vectorizer.transform(analysed)
 
 
@@ -96,6 +97,35 @@ class TfidfRetriever(BaseRetrieveConnector[TfidfSettings, TfidfSettings, TfidfIn
         if allowed is not None:
             similarities[:, ~allowed] = 0.0
         return [best_positive_hits(row, depth) for row in similarities]
+
+    @classmethod
+    def explain(
+        cls, index: TfidfIndex, ranked: list[RankedQuery], allowed: AllowedMask, settings: TfidfSettings
+    ) -> list[list[dict[str, Any]]]:
+        """The terms query and document share, each weight and their product: the parts of the cosine."""
+        rows = index.query_rows([query.query for query in ranked])
+        explained = []
+        for row, query in enumerate(ranked):
+            analyzer = index.analyzer(query.query)
+            words = query_words(query.query, analyzer.terms)
+            terms = _with_ngrams(analyzer.terms(query.query), settings.ngram_max)
+            columns = {
+                index.vectorizer.vocabulary_[term]: term for term in terms if term in index.vectorizer.vocabulary_
+            }
+            term_words = {term: ngram_words(term, words) for term in columns.values()}
+            weights = sparse_row(rows, row)
+            explained.append(
+                [
+                    {
+                        "kind": "tfidf",
+                        "contributions": dot_contributions(
+                            weights, sparse_row(index.document_matrix, position), columns, term_words
+                        ),
+                    }
+                    for position, _ in query.hits
+                ]
+            )
+        return explained
 
     @classmethod
     def save_index(cls, index: TfidfIndex, folder: Path) -> None:

@@ -19,7 +19,8 @@ from rag_integration.core.indexes.embedders import EMBEDDING_MODEL, QueryVectors
 from rag_integration.core.indexes.store import StoreClaim, StoredVersion, read_store
 from rag_integration.core.indexes.vector_index import SEARCH_THREADS, FaissSettings, search_faiss_index
 from rag_integration.core.options import OptionReader, read_options
-from rag_integration.core.ranking.passages import AllowedMask, Hits
+from rag_integration.core.ranking.explain import dense_explanation
+from rag_integration.core.ranking.passages import AllowedMask, Hits, RankedQuery
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector, RetrieveRequest
 from rag_integration.feature_groups.rag_pipeline.vector_store.store import VectorStore, check_store_claim, load_store
 
@@ -136,3 +137,11 @@ class VectorStoreRetriever(BaseRetrieveConnector[VectorStoreSettings, VectorStor
     ) -> list[Hits]:
         faiss = FaissSettings.from_manifest(index.store.settings["faiss"], settings.threads)
         return search_faiss_index(index.store.index, index.query_vectors(queries), depth, allowed, faiss, "faiss")
+
+    @classmethod
+    def explain(
+        cls, index: StoreIndex, ranked: list[RankedQuery], allowed: AllowedMask, settings: VectorStoreSettings
+    ) -> list[list[dict[str, Any]]]:
+        """The similarity, with the model and FAISS index kind the store was built with."""
+        model, kind = index.query_vectors.embedder.model_id, index.store.settings["faiss"]["faiss_index"]
+        return [[dense_explanation(score, model, kind) for _, score in query.hits] for query in ranked]
