@@ -12,7 +12,7 @@ from rag_integration.testing.retrieve import RetrieveContractTests
 
 class TestTantivyContract(RetrieveContractTests):
     @classmethod
-    def connector_class(cls) -> type[BaseRetrieveConnector]:
+    def connector_class(cls) -> type[BaseRetrieveConnector[Any, Any, Any]]:
         return TantivyRetriever
 
 
@@ -20,7 +20,7 @@ class TestTantivyUnstemmedContract(RetrieveContractTests):
     """Surface words only (no Snowball stemmer): another index over the same corpus, the same contract."""
 
     @classmethod
-    def connector_class(cls) -> type[BaseRetrieveConnector]:
+    def connector_class(cls) -> type[BaseRetrieveConnector[Any, Any, Any]]:
         return TantivyRetriever
 
     @classmethod

@@ -156,7 +156,7 @@ class TantivyRetriever(BaseRetrieveConnector[TantivySettings, TantivyIndexSettin
         _tantivy()  # an absent library is refused now, before any text is analysed
         analysed = ANALYSIS_MEMO.analyse(documents, settings.analysis_settings(), building_into(), required=True)
         index = TantivyIndex(analysed, settings)
-        _ = index.engine
+        _ = index.engine  # made now, so the index cache times and keeps a ready index
         return index
 
     @classmethod
@@ -169,8 +169,8 @@ class TantivyRetriever(BaseRetrieveConnector[TantivySettings, TantivyIndexSettin
     ) -> list[Hits]:
         """One Tantivy search per query: a boolean query of its terms (SHOULD, or MUST under ``tantivy_match="all"``)
         and, with filters, a MUST clause scoring 0 that admits the allowed positions alone."""
-        tantivy = _tantivy()
-        Query, Occur = tantivy.Query, tantivy.Occur
+        library = _tantivy()
+        Query, Occur = library.Query, library.Occur
         engine = index.engine
         schema, searcher = engine.schema, engine.searcher()
         occur = Occur.Must if settings.match == "all" else Occur.Should
