@@ -20,4 +20,3 @@ OPTIONAL_ROOTS: tuple[str, ...] = tuple(
 )
 """mloda's optional-dependency marker for the entry point above: the libraries our extras bring. Importing this
 module imports none of them (a test blocks them all), so a missing extra never stops plugin discovery."""
-

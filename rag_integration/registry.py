@@ -11,14 +11,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rag_integration.core.contract.feature_group import SelectorFeatureGroup, distribution_of
+from rag_integration.core.contract.distributions import ENTRY_POINT_GROUP, distribution_of
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.errors import DuplicateBackendError, MalformedPluginError, PluginImportError
 
 logger = logging.getLogger(__name__)
 
 CONNECTORS_PACKAGE = "rag_integration.feature_groups.connectors"
 PIPELINE_PACKAGE = "rag_integration.feature_groups.rag_pipeline"
-ENTRY_POINT_GROUP = "mloda.feature_groups"
 OPTIONAL_DEPENDENCY_GROUP = "mloda.optional_dependencies"
 """mloda's companion group: an entry named like a plugin's entry point lists the import roots it may lack."""
 OWN_PACKAGE = "rag_integration."

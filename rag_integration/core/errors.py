@@ -152,12 +152,13 @@ class RemoteServiceError(ConnectorError):
 class BackendUnavailableError(ConnectorError):
     """A backend needs an optional extra that is not installed."""
 
-    def __init__(self, backend: str, extra: str, missing: str) -> None:
+    def __init__(self, backend: str, extra: str, missing: str, *, distribution: str = "rag-integration") -> None:
         self.backend = backend
         self.extra = extra
+        self.distribution = distribution
         super().__init__(
             f"backend '{backend}' needs the optional module '{missing}', which is not installed: "
-            f'pip install "rag-integration[{extra}]"'
+            f'pip install "{distribution}[{extra}]"'
         )
 
 

@@ -9,12 +9,13 @@ from typing import Any
 from rag_integration.core.errors import BackendUnavailableError
 
 
-def require_module(module: str, backend: str, extra: str) -> Any:
-    """Import ``module`` or raise ``BackendUnavailableError`` naming the pip extra that provides it."""
+def require_module(module: str, backend: str, extra: str, distribution: str = "rag-integration") -> Any:
+    """Import ``module`` or raise ``BackendUnavailableError`` naming the distribution's pip extra that provides it
+    (a third-party backend passes its own distribution)."""
     try:
         return importlib.import_module(module)
     except ImportError as error:
-        raise BackendUnavailableError(backend, extra, module) from error
+        raise BackendUnavailableError(backend, extra, module, distribution=distribution) from error
 
 
 def optional_module(module: str) -> Any:

@@ -13,6 +13,7 @@ from typing import Any
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
 
+from rag_integration.core.contract.distributions import distribution_of
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.frames import frame_column
 from rag_integration.core.documents.corpus import Corpus
@@ -101,5 +102,7 @@ def backend_class(family: str, selector: str, value: str) -> type[SelectorFeatur
     if cls is None:
         raise InvalidOptionError(selector, value, "one of " + ", ".join(sorted(candidates)))
     if not cls.is_installed():
-        raise BackendUnavailableError(value, cls.EXTRA or "all", ", ".join(cls.REQUIRED_MODULES))
+        raise BackendUnavailableError(
+            value, cls.EXTRA or "all", ", ".join(cls.REQUIRED_MODULES), distribution=distribution_of(cls)
+        )
     return cls

@@ -87,7 +87,7 @@ def test_discovery_lists_the_backend_and_needs_no_tantivy() -> None:
         """
     )
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    assert "pip install rag-integration-tantivy" in completed.stdout
+    assert 'pip install "rag-integration-tantivy[tantivy]"' in completed.stdout
 
 
 @pytest.mark.skipif(not (XQUAD / "en").is_dir(), reason="shared evaluation data not present")

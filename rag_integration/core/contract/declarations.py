@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from mloda.provider import DefaultOptionKeys, FeatureGroup, escalate_match_abort
 from mloda.user import Options
 
+from rag_integration.core.contract.distributions import distribution_of
 from rag_integration.core.errors import (
     DuplicateBackendError,
     InvalidOptionError,
@@ -105,8 +106,6 @@ def check_unique_selection(chosen: type[SelectorFeatureGroup], backends: Sequenc
         if backend is not chosen and backend.BACKEND == chosen.BACKEND and backend.serves(chosen.FEATURE_NAME)
     ]
     if rivals:
-        from rag_integration.core.contract.feature_group import distribution_of
-
         names = ", ".join(
             f"{backend.__module__}.{backend.__qualname__} (distribution {distribution_of(backend)})"
             for backend in (chosen, *rivals)

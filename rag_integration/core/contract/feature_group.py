@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import importlib.metadata
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -12,6 +10,7 @@ from mloda.provider import ComputeFramework, FeatureGroup, FeatureSet, escalate_
 from mloda.user import DataAccessCollection, Feature, FeatureName, Options
 
 from rag_integration.core.contract.declarations import check_request_options, check_selector, check_unique_selection
+from rag_integration.core.contract.distributions import distribution_of
 from rag_integration.core.contract.frames import FrameworkAdapter, adapter_for, framework_classes
 from rag_integration.core.contract.profiles import IMPLICIT_PROFILES, PROFILE, Profile, profile_problems
 from rag_integration.core.contract.request_options import RETURN_METADATA
@@ -34,23 +33,6 @@ if TYPE_CHECKING:
     from rag_integration.core.contract.frames import ReadableFrame
 
 CONTRACT_FORM = re.compile(r"(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})")
-
-
-def distribution_of(cls: type) -> str:
-    """The installed distribution a class comes from, or its top-level module when none is known."""
-    return _distribution_of_package(cls.__module__.split(".")[0])
-
-
-@functools.cache
-def _distribution_of_package(package: str) -> str:
-    """Once per package: ``packages_distributions`` reads every installed distribution's file list."""
-    names = importlib.metadata.packages_distributions().get(package)
-    if names:
-        return ", ".join(sorted(set(names)))
-    try:  # an editable install is not in packages_distributions, but its metadata still names it
-        return str(importlib.metadata.distribution(package).metadata["Name"])
-    except importlib.metadata.PackageNotFoundError:
-        return package
 
 
 class SelectorFeatureGroup(FeatureGroup):

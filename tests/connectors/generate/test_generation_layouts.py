@@ -16,7 +16,10 @@ from mloda.user.python_dict import PythonDictFramework
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import GroundingError
 from rag_integration.core.text.sentences import split_sentences
-from rag_integration.feature_groups.connectors.generate.extractive_responder import ExtractiveResponder
+from rag_integration.feature_groups.connectors.generate.extractive_responder import (
+    ExtractiveResponder,
+    ExtractiveSettings,
+)
 from rag_integration.feature_groups.connectors.generate.template_responder import TemplateResponder, TemplateSettings
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
 from rag_integration.feature_groups.connectors.structured import AggregateSql
@@ -27,7 +30,7 @@ BODY = "Change the engine oil every 10,000 km."
 
 def answers(query: str, text: str) -> tuple[str, str]:
     passages = [Document("d1", text)]
-    extractive = ExtractiveResponder.generate(query, passages, None)["answer"]
+    extractive = ExtractiveResponder.generate(query, passages, ExtractiveSettings())["answer"]
     template = TemplateResponder.generate(query, passages, TemplateSettings(3))["answer"]
     return extractive, template
 
@@ -92,7 +95,10 @@ any_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=300)
 def test_extractive_and_template_never_raise_on_their_own_output(texts: list[str], query: list[str]) -> None:
     passages = [Document(f"d{position}", text) for position, text in enumerate(texts)]
     question = " ".join(query) or texts[0][:40]
-    for backend, backend_settings in ((ExtractiveResponder, None), (TemplateResponder, TemplateSettings(3))):
+    for backend, backend_settings in (
+        (ExtractiveResponder, ExtractiveSettings()),
+        (TemplateResponder, TemplateSettings(3)),
+    ):
         row = backend.generate(question, passages, backend_settings)
         assert set(row["citations"]) <= {passage.doc_id for passage in passages}
         assert bool(row["answer"]) == bool(row["citations"])

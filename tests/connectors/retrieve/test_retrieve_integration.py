@@ -210,7 +210,7 @@ def test_available_backends_lists_every_retrieve_backend() -> None:
     rows = [row for row in available_backends() if row["family"] == "retrieve" and row["class"] in ours]
     assert {row["value"] for row in rows} == {"bm25s", "tfidf", "faiss", "hybrid_rrf", "vector_store"}
     keys = {"family", "feature", "selector", "value", "class", "extra", "installed", "distribution", "version"}
-    assert all(set(row) == keys | {"contract"} for row in rows)
+    assert all(set(row) == keys | {"contract", "profiles"} for row in rows)
     assert {(row["distribution"], row["contract"]) for row in rows} == {("rag-integration", "1.0")}
     assert all(row["version"] == importlib.metadata.version("rag-integration") for row in rows)
 

@@ -5,7 +5,6 @@ from rag_tantivy.retriever import (
     TantivyIndexSettings,
     TantivyRetriever,
     TantivySettings,
-    TantivyUnavailableError,
 )
 
-__all__ = ["TantivyIndex", "TantivyIndexSettings", "TantivyRetriever", "TantivySettings", "TantivyUnavailableError"]
+__all__ = ["TantivyIndex", "TantivyIndexSettings", "TantivyRetriever", "TantivySettings"]

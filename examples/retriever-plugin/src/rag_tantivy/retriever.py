@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 import numpy as np
 
 from rag_integration.core.documents.corpus import Document
-from rag_integration.core.errors import BackendUnavailableError, ConnectorError
+from rag_integration.core.extras import require_module
 from rag_integration.core.indexes.cache import building_into
 from rag_integration.core.indexes.term_counts import ANALYSIS_MEMO, AnalysedCorpus, AnalysisSettings
 from rag_integration.core.options import option
@@ -40,22 +40,9 @@ WRITER_HEAP = 50_000_000
 MATCH_MODES = ("any", "all")
 
 
-class TantivyUnavailableError(BackendUnavailableError):
-    """``tantivy`` is not installed; the message names this distribution (not a rag-integration extra)."""
-
-    def __init__(self) -> None:
-        self.backend, self.extra = "tantivy", "tantivy"
-        ConnectorError.__init__(
-            self, f"backend 'tantivy' needs the module 'tantivy', which is not installed: pip install {DISTRIBUTION}"
-        )
-
-
 def _tantivy() -> Any:
-    try:
-        import tantivy
-    except ImportError as error:
-        raise TantivyUnavailableError() from error
-    return tantivy
+    """The library, imported when a request builds or loads an index; missing, a typed error naming this package."""
+    return require_module("tantivy", "tantivy", "tantivy", distribution=DISTRIBUTION)
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rag_integration.core.documents.corpus import Document
-from rag_integration.core.options import option
+from rag_integration.core.options import OptionReader, option
 from rag_integration.core.text.analysis import count_words
 from rag_integration.core.text.grounding import QuotableSentence
 from rag_integration.feature_groups.connectors.generate.base import (
+    SENTENCE_MODEL,
     Answer,
     BaseGenerateConnector,
+    check_sentence_model,
     compose,
     scored_sentences,
 )
@@ -33,6 +35,7 @@ class TemplateSettings:
         default=None,
         minimum=1,
     )
+    sentence_model: str = SENTENCE_MODEL.field()
 
 
 class TemplateResponder(BaseGenerateConnector[TemplateSettings]):
@@ -44,11 +47,17 @@ class TemplateResponder(BaseGenerateConnector[TemplateSettings]):
     SETTINGS: ClassVar[type[Any] | None] = TemplateSettings
 
     @classmethod
+    def read_settings(cls, reader: OptionReader) -> TemplateSettings:
+        settings: TemplateSettings = super().read_settings(reader)
+        check_sentence_model(settings.sentence_model)
+        return settings
+
+    @classmethod
     def respond(cls, query: str, passages: Sequence[Document], settings: TemplateSettings) -> Answer:
         picks: list[QuotableSentence] = []
         seen: set[str] = set()
         words = 0
-        for sentence in scored_sentences(query, passages):
+        for sentence in scored_sentences(query, passages, settings.sentence_model):
             if sentence.score <= 0.0 or len(picks) == settings.max_sentences:
                 break
             length = count_words(sentence.text)
