@@ -345,6 +345,13 @@ def ask(
     ] = "paragraph",
     rerank: Annotated[str | None, typer.Option(help="rerank backend ('lexical', 'flashrank')")] = None,
     generate: Annotated[str, typer.Option(help="generate backend: extractive, template or llm")] = "extractive",
+    sentence_model: Annotated[
+        str,
+        typer.Option(
+            help="extractive/template: 'overlap' (words shared with the question) or an embedder "
+            "('multilingual-e5-small' with the multilingual extra) whose similarity helps choose the sentence"
+        ),
+    ] = "overlap",
     top_k: Annotated[int, typer.Option(min=1, help="passages the answer is drawn from")] = 3,
     language: Annotated[str, typer.Option(help="an ISO 639-1 code, or 'auto' to detect each text's")] = "auto",
     embedding_model: Annotated[
@@ -404,6 +411,8 @@ def ask(
         "show_progress": shown,
         **{key: value for key, value in llm.items() if value is not None},
     }
+    if generate in ("extractive", "template"):
+        answer_options["sentence_model"] = sentence_model
     _forget_file_reports()
     with progress_display(shown):
         columns = _run_features(
@@ -640,19 +649,37 @@ def evaluate_command(
 
 @app.command()
 def certify(
-    target: Annotated[list[str] | None, typer.Argument(help="backends by selector value or class name")] = None,
+    target: Annotated[
+        list[str] | None,
+        typer.Argument(help="backends by selector value or class name, or a backend class as module:Class"),
+    ] = None,
     report: Annotated[Path | None, typer.Option(help="write a JSON report of every check")] = None,
     option: Annotated[list[str] | None, typer.Option(help="KEY=VALUE added to every kit request")] = None,
+    fixture: Annotated[
+        list[Path] | None,
+        typer.Option(help="a JSON fixture: a request and its expected first answers (repeatable)"),
+    ] = None,
+    kit: Annotated[
+        bool, typer.Option(help="run the family's contract kit; --no-kit runs the certify checks only")
+    ] = True,
 ) -> int:
-    """Run the families' contract kits against installed backends (default: every one with a kit)."""
-    from rag_integration.testing.certify import certifiable
+    """Certify backends (default: every one with a kit): the family's contract kit, then on each fixture (the kit's
+    sample request without --fixture) the expected answer, replay, invalid requests, each profile's budget and
+    secrets. Exit 0 certified, 1 not, 2 usage."""
     from rag_integration.testing.certify import certify as run_certify
+    from rag_integration.testing.certify import resolve_targets
+    from rag_integration.testing.certify_fixtures import CertifyUsageError, fixtures_for, load_fixture
 
     _parse_options(option or [])
-    if not certifiable(target or []):
-        raise typer.BadParameter(f"no installed backend with a contract kit matches {target!r}; see `{PROG} backends`")
-    code = run_certify(target or [], option or [], report=report)
-    return 0 if code == 0 else 1
+    try:
+        chosen = resolve_targets(target or [])
+    except CertifyUsageError as error:
+        raise typer.BadParameter(str(error), param_hint="TARGET") from error
+    try:
+        fixtures_for([cls.FAMILY for cls in chosen], [load_fixture(path) for path in fixture or []])
+    except CertifyUsageError as error:
+        raise typer.BadParameter(str(error), param_hint="--fixture") from error
+    return run_certify(target or [], option or [], report=report, fixtures=fixture or [], kit=kit)
 
 
 if __name__ == "__main__":
