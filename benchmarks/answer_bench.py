@@ -2,6 +2,7 @@
 gold answer spans, in six languages), bm25s top 3 -> each generate backend, in one batched chain per language.
 
     uv run --all-extras python benchmarks/answer_bench.py [../shared/data/xquad] [--backends extractive,template]
+        [--sentence-model overlap,multilingual-e5-small] [--max-words 50]
 
 Prints per language and backend: the share of answers holding a gold span (case-folded), the mean words of an
 answer, and the one-sentence bound: the share of questions whose gold span lies inside one sentence of those same
@@ -36,14 +37,23 @@ def load(folder: Path) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
     return documents, queries
 
 
-def answers(corpus: Corpus, questions: list[str], backend: str) -> tuple[list[list[dict[str, Any]]], list[Any]]:
+def answers(
+    corpus: Corpus, questions: list[str], backend: str, generate_options: dict[str, Any] | None = None
+) -> tuple[list[list[dict[str, Any]]], list[Any]]:
     retrieve = Feature(
         "retrieved_passages",
         options=Options(context={"retrieve_backend": "bm25s", "corpus": corpus, "query_text": questions, "top_k": 3}),
     )
     answer = Feature(
         "generated_answer",
-        options=Options(context={"generate_backend": backend, "query_text": questions, "passages_source": retrieve}),
+        options=Options(
+            context={
+                "generate_backend": backend,
+                "query_text": questions,
+                "passages_source": retrieve,
+                **(generate_options or {}),
+            }
+        ),
     )
     generator = backend_class("generate", "generate_backend", backend)
     result = mlodaAPI.run_all(
@@ -66,9 +76,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("xquad_dir", type=Path, nargs="?", default=Path("../shared/data/xquad"))
     parser.add_argument("--backends", default="extractive,template")
+    parser.add_argument("--sentence-model", default="overlap", help="comma-separated: overlap and/or embedder names")
+    parser.add_argument("--max-words", type=int, default=None, help="template's word budget")
     arguments = parser.parse_args()
-    backends = arguments.backends.split(",")
-    print(f"{'language':<9}{'backend':<12}{'holds gold':>11}{'mean words':>12}{'1-sentence bound':>18}")
+    runs = [
+        (backend, model) for backend in arguments.backends.split(",") for model in arguments.sentence_model.split(",")
+    ]
+    print(
+        f"{'language':<9}{'backend':<12}{'sentence model':<24}{'holds gold':>11}{'mean words':>12}{'1-sentence bound':>18}"
+    )
     for language in LANGUAGES:
         folder = arguments.xquad_dir / language
         if not folder.is_dir():
@@ -76,8 +92,11 @@ def main() -> int:
         documents, queries = load(folder)
         corpus = Corpus(documents)
         questions = [query["text"] for query in queries]
-        for backend in backends:
-            passages, rows = answers(corpus, questions, backend)
+        for backend, model in runs:
+            extra: dict[str, Any] = {} if backend == "llm" else {"sentence_model": model}
+            if backend == "template" and arguments.max_words is not None:
+                extra["max_words"] = arguments.max_words
+            passages, rows = answers(corpus, questions, backend, extra)
             held = sum(holds(row["answer"], query["answers"]) for row, query in zip(rows, queries, strict=True))
             words = sum(len(MARKER.sub("", row["answer"]).split()) for row in rows) / len(rows)
             bound = sum(
@@ -89,7 +108,7 @@ def main() -> int:
                 for found, query in zip(passages, queries, strict=True)
             )
             print(
-                f"{language:<9}{backend:<12}{held / len(rows):>11.3f}{words:>12.1f}{bound / len(rows):>18.3f}",
+                f"{language:<9}{backend:<12}{model:<24}{held / len(rows):>11.3f}{words:>12.1f}{bound / len(rows):>18.3f}",
                 flush=True,
             )
     return 0
