@@ -11,7 +11,6 @@ from typer.testing import CliRunner
 
 from rag_integration.cli import app, main
 from rag_integration.core.indexes.embedding_memo import EMBEDDING_MEMO
-from rag_integration.testing.certify import CheckCollector
 
 RUNNER = CliRunner()
 
@@ -107,42 +106,6 @@ def test_backends_and_main_return_exit_codes(capsys: pytest.CaptureFixture[str])
     assert main(["backends"]) == 0 and "Bm25sRetriever" in capsys.readouterr().out
     assert main(["eval", "--backends", "x"]) == 2
     assert "usage error" in capsys.readouterr().err
-
-
-def test_the_certification_report_records_every_check() -> None:
-    class Report:
-        def __init__(self, nodeid: str, when: str, outcome: str, duration: float, **extra: object) -> None:
-            self.nodeid, self.when, self.duration = nodeid, when, duration
-            self.failed, self.skipped, self.passed = outcome == "failed", outcome == "skipped", outcome == "passed"
-            self.longrepr, self.longreprtext = None, "E   AssertionError: rank 2 before rank 1"
-            self.__dict__.update(extra)
-
-    collector = CheckCollector()
-    for report in [
-        Report("m.py::T::test_ok", "setup", "passed", 0.001),
-        Report("m.py::T::test_ok", "call", "passed", 0.002),
-        Report("m.py::T::test_bad", "call", "failed", 0.5),
-        Report("m.py::T::test_known", "call", "skipped", 0.0, wasxfail="reason: not yet"),
-    ]:
-        collector.pytest_runtest_logreport(report)
-    from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
-
-    document = collector.report([Bm25sRetriever], 1)
-    assert document["report_version"] == 1 and document["certified"] is False
-    assert document["checks"][0] == {"id": "T::test_ok", "status": "passed", "duration_ms": 3.0, "issues": []}
-    assert document["checks"][1]["status"] == "failed"
-    assert document["checks"][1]["issues"] == ["call: E   AssertionError: rank 2 before rank 1"]
-    assert document["checks"][2]["status"] == "xfailed"
-    assert document["summary"] == {
-        "total": 3,
-        "passed": 1,
-        "failed": 1,
-        "skipped": 0,
-        "xfailed": 1,
-        "xpassed": 0,
-        "pytest_exit_code": 1,
-    }
-    assert collector.report([Bm25sRetriever], 0)["certified"] is False  # a failed check is never certified
 
 
 def test_no_command_prints_the_help_as_a_usage_error() -> None:

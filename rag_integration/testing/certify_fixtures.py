@@ -68,9 +68,9 @@ class Fixture:
 
 
 def load_fixture(source: str | Path | Mapping[str, Any]) -> Fixture:
-    """A fixture from a JSON file (or an already-parsed mapping); ``CertifyUsageError`` naming the file and what is
+    """A fixture from a JSON file (or an already-parsed document); ``CertifyUsageError`` naming the file and what is
     wrong with it."""
-    if isinstance(source, Mapping):
+    if not isinstance(source, str | Path):
         return parse_fixture(source, "fixture", "<mapping>")
     path = Path(source)
     try:
