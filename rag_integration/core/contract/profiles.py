@@ -17,7 +17,8 @@ from rag_integration.core.options import OptionSpec
 
 DEFAULT_PROFILE = "default"
 DEFAULT_BUDGET_MS = 5_000
-"""The budget of a backend that declares no profiles: one certify fixture request, index built, in five seconds."""
+"""The budget of a backend that declares no profiles: one certify fixture request against a built index (certify's
+warm run; its cold run, which builds the index, is reported beside it) in five seconds."""
 PROFILE_NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")
 
 PROFILE: OptionSpec[str] = OptionSpec(
