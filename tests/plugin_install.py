@@ -43,11 +43,13 @@ def install_distribution(
     return info
 
 
-def run_with(site: Path, code: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """``code`` in a new interpreter whose path starts with ``site``."""
+def run_with(
+    site: Path, code: str, timeout: float = 120, arguments: Sequence[str] = ()
+) -> subprocess.CompletedProcess[str]:
+    """``code`` (with ``arguments`` as ``sys.argv[1:]``) in a new interpreter whose path starts with ``site``."""
     path = os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
+        [sys.executable, "-c", textwrap.dedent(code), *arguments],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -15,15 +15,20 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "retriever-plugin" 
 BROKEN = "broken-tantivy"
 
 
-def broken_copy(site: Path, replacements: Mapping[str, tuple[str, str]], requires: tuple[str, ...] = ()) -> None:
-    """The example's package as ``broken_tantivy``, each file's ``old`` text replaced by ``new``."""
+Replacement = tuple[str, str]
+
+
+def broken_copy(
+    site: Path, replacements: Mapping[str, Replacement | list[Replacement]], requires: tuple[str, ...] = ()
+) -> None:
+    """The example's package as ``broken_tantivy``, each file's ``old`` texts replaced by ``new`` ones."""
     files = {}
     for source in sorted(EXAMPLE.glob("*.py")):
         text = source.read_text(encoding="utf-8").replace("rag_tantivy", "broken_tantivy")
-        if source.name in replacements:
-            old, new = replacements[source.name]
+        changes = replacements.get(source.name, [])
+        for old, new in [changes] if isinstance(changes, tuple) else changes:
             assert old in text, (source.name, old)
-            text = text.replace(old, new)
+            text = text.replace(old, new, 1)
         files[f"broken_tantivy/{source.name}"] = text
     entry_points = {"mloda.feature_groups": {"broken_tantivy": "broken_tantivy.plugin:FEATURE_GROUPS"}}
     install_distribution(site, BROKEN, files, entry_points, requires)
@@ -112,3 +117,66 @@ def test_each_broken_copy_is_refused_with_its_typed_error(
         in result["message"]
     )
     assert said in result["message"]
+
+
+MISBEHAVING = [
+    renamed(),
+    ("if allowed is not None:", "if False:  # the fault: filters are never applied"),
+    (
+        "        results: list[Hits] = []\n",
+        "        time.sleep(0.02)  # the fault: slower than its 'instant' profile promises\n"
+        "        logging.getLogger('broken_tantivy').warning('searching with key %s', settings.api_key)  # a leak\n"
+        "        results: list[Hits] = []\n",
+    ),
+    (
+        "    match: str = option(",
+        '    api_key: str = option("tantivy_api_key", "string", "a key for a service", default="none")\n'
+        "    match: str = option(",
+    ),
+    (
+        '    SUPPORTED_CONTRACTS: ClassVar[tuple[str, ...]] = ("1.0",)\n',
+        '    SUPPORTED_CONTRACTS: ClassVar[tuple[str, ...]] = ("1.0",)\n'
+        '    SECRET_OPTIONS: ClassVar[dict[str, str]] = {"tantivy_api_key": "value"}\n'
+        '    PROFILES: ClassVar[dict[str, Profile]] = {"default": Profile(), "instant": Profile(budget_ms=1)}\n',
+    ),
+    (
+        "from __future__ import annotations\n",
+        "from __future__ import annotations\n\nimport logging\nimport time\n\n"
+        "from rag_integration.core.contract.profiles import Profile\n",
+    ),
+]
+FIXTURE = {
+    "name": "filtered_cats",
+    "query": "where does the cat sleep",
+    "corpus": [
+        {"doc_id": "cat-nap", "text": "The cat sleeps on the warm windowsill.", "status": "draft"},
+        {"doc_id": "pets", "text": "Our cat and our dog share the garden.", "status": "published"},
+        {"doc_id": "oil", "text": "Change the engine oil once a year.", "status": "published"},
+    ],
+    "options": {"filters": {"status": "published"}},
+    "expect": {"top": ["pets"]},
+}
+CERTIFY = """
+    import json, sys
+    from rag_integration.testing.certify import certify
+    code = certify(["tantivy_broken"], fixtures=[json.loads(sys.argv[1])], report="report.json",
+                   pytest_args=["-k", "filters_never_leak or ties_break_by_doc_id"])
+    print(json.dumps({"code": code, "report": json.load(open("report.json"))}))
+"""
+
+
+def test_a_misbehaving_copy_is_not_certified_and_its_report_marks_each_failing_check(tmp_path: Path) -> None:
+    broken_copy(tmp_path, {"retriever.py": MISBEHAVING})
+    completed = run_with(tmp_path, CERTIFY, timeout=600, arguments=[json.dumps(FIXTURE)])
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    report = result["report"]
+    assert result["code"] == 1 and report["certified"] is False
+    status = {check["id"].split("::")[-1]: check["status"] for check in report["checks"]}
+    failed = {name for name, value in status.items() if value == "fail"}
+    assert {"fixture[filtered_cats]", "deadline[instant]", "secret"} <= failed, status
+    assert any(name.startswith("test_filters_never_leak") for name in failed), status
+    assert status["deadline[default]"] == "pass" and status["replay[filtered_cats]"] == "pass"
+    assert status["invalid_requests"] == "pass"
+    assert any(name.startswith("test_ties_break_by_doc_id") and value == "pass" for name, value in status.items())
+    assert report["summary"]["fail"] == len(failed)
