@@ -72,6 +72,14 @@ class BaseGenerateConnector(SelectorFeatureGroup, Generic[SettingsT]):
     """Read as a ``Corpus`` once matched, so mloda's planning copies a fingerprint, not every passage's text."""
 
     @classmethod
+    def read_settings(cls, reader: OptionReader) -> Any:
+        """The declared options; a ``sentence_model`` among them is loaded once, so a bad name or a missing extra is
+        the request's typed error before any passage is read."""
+        settings = super().read_settings(reader)
+        check_sentence_model(getattr(settings, "sentence_model", OVERLAP))
+        return settings
+
+    @classmethod
     def answer(cls, data: ReadableFrame | None, reader: OptionReader) -> Mapping[str, Any]:
         requests = passage_requests(reader, data, "passages", "passages_source")
         settings = cls.read_settings(reader)

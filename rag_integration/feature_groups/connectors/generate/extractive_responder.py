@@ -8,13 +8,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rag_integration.core.documents.corpus import Document
-from rag_integration.core.options import OptionReader
 from rag_integration.core.text.lexical import lexical_scores
 from rag_integration.feature_groups.connectors.generate.base import (
     SENTENCE_MODEL,
     Answer,
     BaseGenerateConnector,
-    check_sentence_model,
     compose,
     scored_sentences,
 )
@@ -35,12 +33,6 @@ class ExtractiveResponder(BaseGenerateConnector[ExtractiveSettings]):
 
     BACKEND: ClassVar[str | None] = "extractive"
     SETTINGS: ClassVar[type[Any] | None] = ExtractiveSettings
-
-    @classmethod
-    def read_settings(cls, reader: OptionReader) -> ExtractiveSettings:
-        settings: ExtractiveSettings = super().read_settings(reader)
-        check_sentence_model(settings.sentence_model)
-        return settings
 
     @classmethod
     def respond(cls, query: str, passages: Sequence[Document], settings: ExtractiveSettings) -> Answer:

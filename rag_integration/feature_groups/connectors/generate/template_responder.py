@@ -7,14 +7,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rag_integration.core.documents.corpus import Document
-from rag_integration.core.options import OptionReader, option
+from rag_integration.core.options import option
 from rag_integration.core.text.analysis import count_words
 from rag_integration.core.text.grounding import QuotableSentence
 from rag_integration.feature_groups.connectors.generate.base import (
     SENTENCE_MODEL,
     Answer,
     BaseGenerateConnector,
-    check_sentence_model,
     compose,
     scored_sentences,
 )
@@ -45,12 +44,6 @@ class TemplateResponder(BaseGenerateConnector[TemplateSettings]):
 
     BACKEND: ClassVar[str | None] = "template"
     SETTINGS: ClassVar[type[Any] | None] = TemplateSettings
-
-    @classmethod
-    def read_settings(cls, reader: OptionReader) -> TemplateSettings:
-        settings: TemplateSettings = super().read_settings(reader)
-        check_sentence_model(settings.sentence_model)
-        return settings
 
     @classmethod
     def respond(cls, query: str, passages: Sequence[Document], settings: TemplateSettings) -> Answer:
