@@ -46,12 +46,20 @@ Supported = Callable[[str, Sequence[Document]], bool]
 
 @dataclass(frozen=True)
 class QuotableSentence:
-    """A sentence of ``texts[source]`` (its ``index``-th), in quote form, with its overlap with the query."""
+    """A sentence of ``texts[source]`` (its ``index``-th), in quote form, with its score for the query: its overlap
+    with it, or (``overlap`` set) that overlap blended with a model's similarity."""
 
     source: int
     index: int
     text: str
     score: float
+    overlap: float | None = None
+    """The overlap alone, when ``score`` is blended."""
+
+    @property
+    def shares_a_word(self) -> bool:
+        """Whether the sentence shares a content word with the query: only such a sentence may be quoted unasked."""
+        return (self.score if self.overlap is None else self.overlap) > 0.0
 
 
 def quote_form(text: str) -> str:

@@ -62,3 +62,15 @@ def test_a_bad_model_is_refused_naming_the_option(backend: type[Any], value: obj
     request = {"generate_backend": backend.BACKEND, "query_text": "q", "passages": [{"doc_id": "d", "text": "t"}]}
     with pytest.raises(InvalidOptionError, match="sentence_model"):
         run_feature("generated_answer", {**request, "sentence_model": value}, {backend})
+
+
+def test_template_with_a_model_still_quotes_only_sentences_sharing_a_word() -> None:
+    text = "The engine oil must be changed yearly. Mechanics service motors and lubricants. Cats purr."
+    request = {
+        "generate_backend": "template",
+        "query_text": "what is the engine oil of the car",
+        "passages": [{"doc_id": "d", "text": text}],
+        "sentence_model": "multilingual-e5-small",
+    }
+    (row,) = run_feature("generated_answer", request, {TemplateResponder})
+    assert row["answer"] == "The engine oil must be changed yearly. [1]"

@@ -154,6 +154,7 @@ def scored_sentences(query: str, passages: Sequence[Document], model: str = OVER
             sentence,
             score=sentence.score / top
             + MODEL_WEIGHT * (float(close) - low) / spread / (1.0 + LATER_TEXT * sentence.source),
+            overlap=sentence.score,
         )
         for sentence, close in zip(ranked, similarity, strict=True)
     ]

@@ -51,8 +51,10 @@ class TemplateResponder(BaseGenerateConnector[TemplateSettings]):
         seen: set[str] = set()
         words = 0
         for sentence in scored_sentences(query, passages, settings.sentence_model):
-            if sentence.score <= 0.0 or len(picks) == settings.max_sentences:
+            if len(picks) == settings.max_sentences:
                 break
+            if not sentence.shares_a_word:  # a model may rank it high; the template quotes only matches
+                continue
             length = count_words(sentence.text)
             if sentence.text.casefold() in seen or (
                 picks and settings.max_words is not None and words + length > settings.max_words
