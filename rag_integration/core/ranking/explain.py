@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rag_integration.core.errors import RankingContractError
 from rag_integration.core.text.analysis import split_words
 
 if TYPE_CHECKING:
@@ -143,3 +144,27 @@ def sparse_row(matrix: scipy.sparse.csr_matrix, row: int) -> dict[int, float]:
     """column -> value of one row of a CSR matrix."""
     start, end = matrix.indptr[row], matrix.indptr[row + 1]
     return dict(zip(matrix.indices[start:end].tolist(), matrix.data[start:end].tolist(), strict=True))
+
+
+def checked_explanations(owner: str, details: object, counts: Sequence[int]) -> list[list[tuple[str, dict[str, Any]]]]:
+    """A backend's ``explain`` answer checked before it is used: per query (``counts[i]`` passages each) one dict per
+    passage with a non-empty ``kind``; each as ``(kind, the rest)``, copied, so a dict the backend reuses or keeps is
+    never changed. A hook that breaks this is ``RankingContractError`` naming ``owner``."""
+    if not isinstance(details, list) or len(details) != len(counts):
+        raise RankingContractError(
+            f"{owner}.explain must return a list of {len(counts)} lists, got {type(details).__name__}"
+        )
+    checked = []
+    for query_details, count in zip(details, counts, strict=True):
+        if not isinstance(query_details, list) or len(query_details) != count:
+            raise RankingContractError(f"{owner}.explain must return one explanation per passage ({count})")
+        parts = []
+        for detail in query_details:
+            kind = detail.get("kind") if isinstance(detail, dict) else None
+            if not isinstance(kind, str) or not kind:
+                raise RankingContractError(
+                    f"{owner}.explain must return dicts with a non-empty str 'kind', got {detail!r:.200}"
+                )
+            parts.append((kind, {key: value for key, value in detail.items() if key != "kind"}))
+        checked.append(parts)
+    return checked

@@ -15,6 +15,7 @@ from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import RankingContractError
 from rag_integration.core.options import OptionReader, SettingsT, option_keys
+from rag_integration.core.ranking.explain import checked_explanations
 from rag_integration.core.ranking.passages import passage_row
 
 if TYPE_CHECKING:
@@ -82,11 +83,12 @@ class BaseRerankConnector(SelectorFeatureGroup, Generic[SettingsT]):
         ]
         if incoming is not None:
             details = cls.explain(query, [candidate.text for candidate in candidates], order, settings)
-            for row, position, detail in zip(rows, order, details, strict=True):
+            (checked,) = checked_explanations(cls.__name__, [details], [len(rows)])
+            for row, position, (kind, detail) in zip(rows, order, checked, strict=True):
                 place = incoming[candidates[position].doc_id]
                 row["explanation"] = {
                     "backend": cls.BACKEND,
-                    "kind": detail.pop("kind"),
+                    "kind": kind,
                     "score": row["score"],
                     "rank": row["rank"],
                     "input_rank": place.rank,

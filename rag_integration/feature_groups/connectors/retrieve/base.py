@@ -31,6 +31,7 @@ from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Document, MetadataFilter, corpus_fingerprint
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
 from rag_integration.core.options import OptionReader, option_keys
+from rag_integration.core.ranking.explain import checked_explanations
 from rag_integration.core.ranking.passages import (
     AllowedMask,
     Hits,
@@ -148,12 +149,13 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
 
         def explain(ranked: list[RankedQuery], allowed: AllowedMask) -> list[list[dict[str, Any]]]:
             details = cls.explain(index(), ranked, allowed, settings)
+            checked = checked_explanations(cls.__name__, details, [len(query.hits) for query in ranked])
             return [
                 [
-                    {"backend": cls.BACKEND, "kind": detail.pop("kind"), "score": score, **detail}
-                    for (_, score), detail in zip(query.hits, query_details, strict=True)
+                    {"backend": cls.BACKEND, "kind": kind, "score": score, **detail}
+                    for (_, score), (kind, detail) in zip(query.hits, query_details, strict=True)
                 ]
-                for query, query_details in zip(ranked, details, strict=True)
+                for query, query_details in zip(ranked, checked, strict=True)
             ]
 
         return rank_corpus(
