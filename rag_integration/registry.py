@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rag_integration.core.contract.distributions import ENTRY_POINT_GROUP, distribution_of
+from rag_integration.core.contract.distributions import ENTRY_POINT_GROUP, describe_backend, distribution_of
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.errors import DuplicateBackendError, MalformedPluginError, PluginImportError
 
@@ -95,8 +95,8 @@ def discover_backends() -> list[type[SelectorFeatureGroup]]:
             other = found.setdefault(key, cls)
             if other is not cls:
                 raise DuplicateBackendError(
-                    f"{_describe(cls)} claims {cls.SELECTOR}={cls.BACKEND!r} in family {cls.FAMILY!r}, which "
-                    f"{_describe(other)} already claims: uninstall one, or give one another BACKEND value"
+                    f"{describe_backend(cls)} claims {cls.SELECTOR}={cls.BACKEND!r} in family {cls.FAMILY!r}, which "
+                    f"{describe_backend(other)} already claims: uninstall one, or give one another BACKEND value"
                 )
     return sorted(found.values(), key=lambda cls: (cls.FAMILY, str(cls.BACKEND), cls.__name__))
 
@@ -195,10 +195,6 @@ def _manifest_backends(entry_point: importlib.metadata.EntryPoint, manifest: Any
             )
         backends.append(item)
     return backends
-
-
-def _describe(cls: type[SelectorFeatureGroup]) -> str:
-    return f"{cls.__module__}.{cls.__qualname__} (distribution {distribution_of(cls)})"
 
 
 def package_backend_classes() -> list[type[SelectorFeatureGroup]]:

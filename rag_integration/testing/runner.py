@@ -58,13 +58,16 @@ def frame_columns(frame: Any) -> list[str]:
 
 
 def _output_shape(feature_name: str, options: Mapping[str, Any], groups: set[type[FeatureGroup]]) -> Any:
-    reader = OptionReader(options)
     for group in groups:
         if not issubclass(group, SelectorFeatureGroup) or feature_name != group.FEATURE_NAME:
             continue
         if options.get(group.SELECTOR) == group.BACKEND:
-            return group.output_shape(reader)
+            return group.output_shape(OptionReader(group.with_profile(options)))
     raise AssertionError(f"no enabled connector answers '{feature_name}' with these options")
+
+
+FRESH_PROCESS_SECONDS = 600
+"""How long a fresh interpreter may take to answer one request: a hanging backend fails instead of hanging a run."""
 
 
 def run_in_fresh_process(feature_name: str, options: Mapping[str, Any], connector: type[FeatureGroup]) -> Any:
@@ -81,6 +84,7 @@ def run_in_fresh_process(feature_name: str, options: Mapping[str, Any], connecto
         text=True,
         env=dict(os.environ, PYTHONHASHSEED="12345"),
         check=True,
+        timeout=FRESH_PROCESS_SECONDS,
     )
     return json.loads(completed.stdout.strip().splitlines()[-1])
 

@@ -160,6 +160,7 @@ def test_a_manifest_that_fails_while_built_or_lacks_its_own_module_is_refused(tm
         ({"profiles": '{"default": Profile(budget_ms=0)}'}, "budget_ms 0"),
         ({"profiles": '{"default": Profile({"bm25_k9": 1})}'}, "presets 'bm25_k9', which the backend does not declare"),
         ({"profiles": '{"default": Profile({"retrieve_backend": "bm25s"})}'}, "which a profile cannot choose"),
+        ({"profiles": '{"default": Profile({"corpus_source": "docs"})}'}, "presets 'corpus_source', which a profile"),
         ({"profiles": '{"Default!": Profile()}'}, "profile name 'Default!'"),
     ],
 )

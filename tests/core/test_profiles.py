@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 import pytest
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
+from mloda.user.pyarrow import PyArrowTable
 
 from rag_integration.core.contract.profiles import Profile
 from rag_integration.core.errors import DuplicateBackendError, UnknownProfileError
@@ -75,3 +76,24 @@ def test_two_enabled_classes_claiming_one_value_are_refused_naming_both() -> Non
         )
     assert "ProfiledBm25s" in str(caught.value)
     assert ids({}, RivalBm25s) == ["b", "a"]  # enabled alone, each answers
+
+
+class ExplainedBm25s(Bm25sRetriever):
+    BACKEND: ClassVar[str | None] = "explained_bm25s_for_tests"
+    PROFILES: ClassVar[dict[str, Profile]] = {
+        "default": Profile(),
+        "explained": Profile({"explain": True, "return_metadata": True}, budget_ms=1000),
+    }
+
+
+def test_a_profiles_presets_shape_the_rows_on_a_columnar_framework() -> None:
+
+    request = {
+        "retrieve_backend": ExplainedBm25s.BACKEND,
+        "query_text": "cat",
+        "corpus": CORPUS,
+        "profile": "explained",
+    }
+    (arrow,) = run_feature("retrieved_passages", request, {ExplainedBm25s}, framework=PyArrowTable)
+    (plain,) = run_feature("retrieved_passages", request, {ExplainedBm25s})
+    assert arrow == plain and all("explanation" in passage and "metadata" in passage for passage in arrow)

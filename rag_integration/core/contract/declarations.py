@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from mloda.provider import DefaultOptionKeys, FeatureGroup, escalate_match_abort
 from mloda.user import Options
 
-from rag_integration.core.contract.distributions import distribution_of
+from rag_integration.core.contract.distributions import describe_backend
 from rag_integration.core.errors import (
     DuplicateBackendError,
     InvalidOptionError,
@@ -100,16 +100,19 @@ def check_selector(feature_name: str, options: Options, backends: Sequence[type[
 def check_unique_selection(chosen: type[SelectorFeatureGroup], backends: Sequence[type[SelectorFeatureGroup]]) -> None:
     """Raise ``DuplicateBackendError`` when another backend enabled in this run claims the selector value ``chosen``
     answers to: mloda would otherwise find two feature groups for one request and fail without saying why."""
+    accessible = _accessible_plugins()
+    if accessible is None:  # outside mloda's resolver nothing says which classes a run enables: refuse nothing
+        return
     rivals = [
         backend
-        for backend in _enabled_in_this_run(backends)
-        if backend is not chosen and backend.BACKEND == chosen.BACKEND and backend.serves(chosen.FEATURE_NAME)
+        for backend in backends
+        if backend in accessible
+        and backend is not chosen
+        and backend.BACKEND == chosen.BACKEND
+        and backend.serves(chosen.FEATURE_NAME)
     ]
     if rivals:
-        names = ", ".join(
-            f"{backend.__module__}.{backend.__qualname__} (distribution {distribution_of(backend)})"
-            for backend in (chosen, *rivals)
-        )
+        names = ", ".join(describe_backend(backend) for backend in (chosen, *rivals))
         raise escalate_match_abort(
             DuplicateBackendError(
                 f"{chosen.SELECTOR}={chosen.BACKEND!r} is claimed by {names} in family {chosen.FAMILY!r}: "

@@ -13,6 +13,11 @@ def distribution_of(cls: type) -> str:
     return _distribution_of_package(cls.__module__.split(".")[0])
 
 
+def describe_backend(cls: type) -> str:
+    """A class as errors name it: ``module.Class (distribution name)``."""
+    return f"{cls.__module__}.{cls.__qualname__} (distribution {distribution_of(cls)})"
+
+
 @functools.cache
 def _distribution_of_package(package: str) -> str:
     """Once per package: ``packages_distributions`` reads every installed distribution's file list. An editable

@@ -200,6 +200,16 @@ class SelectorFeatureGroup(FeatureGroup):
         return profiles[name].options
 
     @classmethod
+    def with_profile(cls, options: Options | Mapping[str, Any]) -> Options | Mapping[str, Any]:
+        """The request's options over its profile's presets (the options themselves when it presets nothing)."""
+        presets = cls.profile_options(options)
+        if not presets:
+            return options
+        if isinstance(options, Options):
+            return {**presets, **options.context, **options.group}
+        return {**presets, **options}
+
+    @classmethod
     def declaration_problems(cls) -> list[str]:
         """What this backend class declares wrongly for its family (empty when nothing): checked by
         ``discover_backends`` for every backend an entry point brings."""
@@ -223,7 +233,8 @@ class SelectorFeatureGroup(FeatureGroup):
         except ContractVersionError as error:
             problems.append(str(error))
         declared = cls.declared_options()
-        problems += profile_problems(cls.PROFILES, declared, frozenset({cls.SELECTOR}))
+        sources = {key for source in cls.SOURCES for key in (source.inline, source.upstream)}
+        problems += profile_problems(cls.PROFILES, declared, frozenset({cls.SELECTOR, *sources}))
         secrets = cls.SECRET_OPTIONS
         if not isinstance(secrets, Mapping):
             problems.append(f"SECRET_OPTIONS must be a mapping of option keys to 'value' or 'env', got {secrets!r}")
@@ -248,9 +259,7 @@ class SelectorFeatureGroup(FeatureGroup):
     def calculate_feature(cls, data: object, features: FeatureSet) -> object:
         options = _single_request_options(features, cls.FEATURE_NAME)
         _refuse_unwritable(options)
-        presets = cls.profile_options(options)
-        source: Options | Mapping[str, Any] = {**presets, **options.context, **options.group} if presets else options
-        reader = OptionReader(source, owner=f"{cls.__name__} ({cls.FEATURE_NAME})")
+        reader = OptionReader(cls.with_profile(options), owner=f"{cls.__name__} ({cls.FEATURE_NAME})")
         adapter = adapter_for(next(iter(features.features)).get_compute_framework().get_class_name())
         with (
             deadline_scope(Deadline.read(reader)),
