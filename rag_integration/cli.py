@@ -250,6 +250,9 @@ def search(
         str | None, typer.Option(help="rerank backend applied to the retrieved passages ('lexical', 'flashrank')")
     ] = None,
     verbose: VerboseOption = False,
+    explain: Annotated[
+        bool, typer.Option(help="say why each passage ranked: its explanation in --json, a 'why' column otherwise")
+    ] = False,
 ) -> int:
     """Search a persisted index (--index-dir) or files (--files) with one batched request for all queries. With
     --files, what one search embedded and analysed is kept in the user cache folder, so the next search over the
@@ -264,6 +267,8 @@ def search(
         except ConnectorError as error:
             raise typer.BadParameter(str(error), param_hint="--rerank") from error
         feature, options = _reranked(options, rerank, top_k)
+    if explain:
+        options["explain"] = True
     _forget_file_reports()
     with progress_display(progress and not as_json):
         rankings = _run_feature(feature, options, groups, progress and not as_json)
@@ -280,16 +285,30 @@ def search(
             passage["doc_id"],
             f"{passage['score']:.4f}",
             _snippet(passage["text"]),
+            *([_why(passage["explanation"])] if explain else []),
         ]
         for text, ranking in zip(query, rankings)
         for passage in ranking
     ]
-    print_table(["query", "rank", "doc_id", "score", "text"], rows)
+    print_table(["query", "rank", "doc_id", "score", "text", *(["why"] if explain else [])], rows)
     for text, ranking in zip(query, rankings):
         if not ranking:
             reason = NO_DOCUMENTS if no_documents else "none of its words is in the indexed text"
             console().print(Text(f"no passage matched {text!r}: {reason}"))
     return 0
+
+
+def _why(explanation: dict[str, Any]) -> str:
+    """An explanation in a table cell: the rank it came in at, then its largest parts (term, ranker or part)."""
+    parts = []
+    if "input_rank" in explanation:
+        parts.append(f"was #{explanation['input_rank']}")
+    for part in explanation.get("contributions", [])[:3]:
+        name = part.get("term") or part.get("ranker") or part.get("part") or "?"
+        parts.append(f"{name} {part['contribution']:+.3f}")
+    if "similarity" in explanation:
+        parts.append(f"cosine {explanation['similarity']:.3f}")
+    return ", ".join(parts) or str(explanation.get("kind", ""))
 
 
 def _retrieval(

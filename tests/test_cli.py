@@ -199,3 +199,22 @@ def test_search_reranks_when_asked(tmp_path: Path) -> None:
     assert answer["passages"][0]["doc_id"].endswith("oil.md") and len(answer["passages"]) <= 2
     refused = RUNNER.invoke(app, ["search", "oil", "--files", str(docs), "--rerank", "nope", "--no-progress"])
     assert refused.exit_code == 2 and "lexical" in refused.output
+
+
+def test_search_explain_says_why_each_passage_ranked(tmp_path: Path) -> None:
+    documents = tmp_path / "docs"
+    documents.mkdir()
+    (documents / "oil.md").write_text("Change the engine oil every 10,000 km.")
+    (documents / "bread.txt").write_text("Bake bread at 220 degrees for thirty minutes.")
+    common = ["search", "engine oil", "--files", str(documents), "--top-k", "1", "--no-progress", "--no-cache"]
+    found = RUNNER.invoke(app, [*common, "--explain", "--json"])
+    assert found.exit_code == 0, found.output
+    (passage,) = json.loads(found.stdout)[0]["passages"]
+    parts = passage["explanation"]["contributions"]
+    assert passage["explanation"]["kind"] == "bm25" and {part["term"] for part in parts} == {"engin", "oil"}
+    assert abs(sum(part["contribution"] for part in parts) - passage["score"]) <= 1e-6 * passage["score"]
+    table = RUNNER.invoke(app, [*common, "--explain", "--rerank", "lexical"])
+    assert table.exit_code == 0, table.output
+    assert "why" in table.stdout and "was #1" in table.stdout
+    plain = RUNNER.invoke(app, common)
+    assert "why" not in plain.stdout
