@@ -13,7 +13,7 @@ from rag_integration.core.contract.declarations import check_request_options, ch
 from rag_integration.core.contract.distributions import distribution_of
 from rag_integration.core.contract.frames import FrameworkAdapter, adapter_for, framework_classes
 from rag_integration.core.contract.profiles import IMPLICIT_PROFILES, PROFILE, Profile, profile_problems
-from rag_integration.core.contract.request_options import RETURN_METADATA
+from rag_integration.core.contract.request_options import EXPLAIN, RETURN_METADATA
 from rag_integration.core.contract.schema import Shape, passages_shape
 from rag_integration.core.contract.sources import Source
 from rag_integration.core.deadline import DEADLINE_MS, Deadline, check_deadline, deadline_scope
@@ -278,8 +278,10 @@ class SelectorFeatureGroup(FeatureGroup):
 
     @classmethod
     def output_shape(cls, reader: OptionReader) -> Shape:
-        """The typed shape of one output row (``core.contract.schema``); passages unless a family says otherwise."""
-        return passages_shape(RETURN_METADATA.read(reader))
+        """The typed shape of one output row (``core.contract.schema``); passages unless a family says otherwise,
+        with ``explanation`` where the family declares ``explain`` and the request asks for it."""
+        explained = EXPLAIN.key in cls.declared_options() and EXPLAIN.read(reader)
+        return passages_shape(RETURN_METADATA.read(reader), explained)
 
     @classmethod
     def answer(cls, data: ReadableFrame | None, reader: OptionReader) -> Mapping[str, Any]:

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.queries import Incoming, incoming_places, passage_requests
 from rag_integration.core.contract.request_options import EXPLAIN, FILTERS, RETURN_METADATA, TOP_K
-from rag_integration.core.contract.schema import Shape, passages_shape
 from rag_integration.core.contract.sources import CANDIDATES, QUERIES, Source
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Document
@@ -37,10 +36,6 @@ class BaseRerankConnector(SelectorFeatureGroup, Generic[SettingsT]):
     SELECTOR: ClassVar[str] = "rerank_backend"
     OPTIONS: ClassVar[tuple[str, ...]] = option_keys(TOP_K, FILTERS, RETURN_METADATA, EXPLAIN)
     SOURCES: ClassVar[tuple[Source, ...]] = (QUERIES, CANDIDATES)
-
-    @classmethod
-    def output_shape(cls, reader: OptionReader) -> Shape:
-        return passages_shape(RETURN_METADATA.read(reader), EXPLAIN.read(reader))
 
     @classmethod
     def answer(cls, data: ReadableFrame | None, reader: OptionReader) -> Mapping[str, Any]:

@@ -24,7 +24,6 @@ from rag_integration.core.contract.request_options import (
     TOP_K,
     read_metadata_filter,
 )
-from rag_integration.core.contract.schema import Shape, passages_shape
 from rag_integration.core.contract.sources import CORPUS, QUERIES, Source
 from rag_integration.core.contract.spark import Shipment, answer_partitions
 from rag_integration.core.deadline import check_deadline
@@ -112,10 +111,6 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         request = RetrieveRequest.read(reader, data, corpus_required=cls.CORPUS_REQUIRED)
         settings = cls.read_settings(reader)
         return {cls.FEATURE_NAME: cls.retrieve(request, settings)}
-
-    @classmethod
-    def output_shape(cls, reader: OptionReader) -> Shape:
-        return passages_shape(RETURN_METADATA.read(reader), EXPLAIN.read(reader))
 
     @classmethod
     def answer_frame(cls, adapter: FrameworkAdapter, data: object, reader: OptionReader) -> object:
