@@ -23,6 +23,7 @@ from rag_integration.core.indexes.embedders import get_embedder
 from rag_integration.core.indexes.embedding_memo import EMBEDDING_MEMO
 from rag_integration.core.options import OptionReader, OptionSpec, SettingsT, option_keys
 from rag_integration.core.text.grounding import LATER_TEXT, QuotableSentence, check_cited_answer, quotable_sentences
+from rag_integration.core.text.lexical import lexical_scores
 
 if TYPE_CHECKING:
     from rag_integration.core.contract.frames import ReadableFrame
@@ -159,6 +160,19 @@ def scored_sentences(query: str, passages: Sequence[Document], model: str = OVER
         for sentence, close in zip(ranked, similarity, strict=True)
     ]
     return sorted(blended, key=lambda sentence: (-sentence.score, sentence.source, sentence.index))
+
+
+def best_answer(query: str, ranked: Sequence[QuotableSentence]) -> list[QuotableSentence]:
+    """The best sentence, and the one after it in its passage when that one shares a word with the query by its own
+    words (not only through its heading): an answer often runs on ("...a string over an alphabet. Usually, the
+    alphabet is taken to be the binary alphabet"). Nothing when no sentence shares a word with the query."""
+    if not ranked or ranked[0].score <= 0.0:
+        return []
+    best = ranked[0]
+    following = next((s for s in ranked if s.source == best.source and s.index == best.index + 1), None)
+    if following is None or lexical_scores(query, [following.text])[0] <= 0.0:
+        return [best]
+    return [best, following]
 
 
 def check_sentence_model(model: str) -> None:

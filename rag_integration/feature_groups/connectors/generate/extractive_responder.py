@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rag_integration.core.documents.corpus import Document
-from rag_integration.core.text.lexical import lexical_scores
 from rag_integration.feature_groups.connectors.generate.base import (
     SENTENCE_MODEL,
     Answer,
     BaseGenerateConnector,
+    best_answer,
     compose,
     scored_sentences,
 )
@@ -36,11 +36,4 @@ class ExtractiveResponder(BaseGenerateConnector[ExtractiveSettings]):
 
     @classmethod
     def respond(cls, query: str, passages: Sequence[Document], settings: ExtractiveSettings) -> Answer:
-        ranked = scored_sentences(query, passages, settings.sentence_model)
-        if not ranked or ranked[0].score <= 0.0:
-            return compose([], passages)
-        best = ranked[0]
-        following = next((s for s in ranked if s.source == best.source and s.index == best.index + 1), None)
-        if following is None or lexical_scores(query, [following.text])[0] <= 0.0:  # its own words, not its heading's
-            return compose([best], passages)
-        return compose([best, following], passages)
+        return compose(best_answer(query, scored_sentences(query, passages, settings.sentence_model)), passages)
