@@ -10,13 +10,12 @@ from mloda.provider import FeatureGroup
 from rag_integration.evaluation.feature import RetrievalMetrics
 from rag_integration.registry import package_backend_classes
 
-FEATURE_GROUPS: tuple[type[FeatureGroup], ...] = (
-    *sorted(package_backend_classes(), key=lambda cls: (cls.FAMILY, str(cls.BACKEND), cls.__name__)),
-    RetrievalMetrics,
-)
+_BACKENDS = sorted(package_backend_classes(), key=lambda cls: (cls.FAMILY, str(cls.BACKEND), cls.__name__))
+
+FEATURE_GROUPS: tuple[type[FeatureGroup], ...] = (*_BACKENDS, RetrievalMetrics)
 
 OPTIONAL_ROOTS: tuple[str, ...] = tuple(
-    sorted({module.split(".")[0] for cls in package_backend_classes() for module in cls.REQUIRED_MODULES})
+    sorted({module.split(".")[0] for cls in _BACKENDS for module in cls.REQUIRED_MODULES})
 )
 """mloda's optional-dependency marker for the entry point above: the libraries our extras bring. Importing this
 module imports none of them (a test blocks them all), so a missing extra never stops plugin discovery."""

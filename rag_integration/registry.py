@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.metadata
 import logging
@@ -41,19 +42,8 @@ class BackendInfo:
     """Each profile's presets, budget and description (``core.contract.profiles``)."""
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "family": self.family,
-            "feature": self.feature,
-            "selector": self.selector,
-            "value": self.value,
-            "class": self.class_name,
-            "extra": self.extra,
-            "installed": self.installed,
-            "distribution": self.distribution,
-            "version": self.version,
-            "contract": self.contract,
-            "profiles": self.profiles,
-        }
+        """The fields, ``class_name`` written ``class`` as the listing shows it."""
+        return {("class" if key == "class_name" else key): value for key, value in dataclasses.asdict(self).items()}
 
 
 @dataclass(frozen=True)

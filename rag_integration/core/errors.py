@@ -172,26 +172,6 @@ class DatasetFormatError(ConnectorError):
         super().__init__(f"dataset file {where}: {problem}: expected {expected}")
 
 
-__all__ = [
-    "BackendUnavailableError",
-    "ConnectorError",
-    "DatasetFormatError",
-    "DeadlineExceededError",
-    "DuplicateDocIdError",
-    "GroundingError",
-    "IndexMismatchError",
-    "InvalidOptionError",
-    "MissingOptionError",
-    "RankingContractError",
-    "RemoteServiceError",
-    "SqlSafetyError",
-    "UnknownBackendError",
-    "UnknownOptionError",
-    "UnsafePathError",
-    "short_repr",
-]
-
-
 class ContractVersionError(ConnectorError):
     """A backend's declared contract versions do not include its family's (or are not ``"MAJOR.MINOR"``)."""
 
@@ -232,3 +212,29 @@ class MalformedPluginError(PluginError):
 
 class DuplicateBackendError(PluginError, PluginRegistryCollisionError):
     """Two backend classes claim one selector value in one family: mloda's registry collision, named by both sides."""
+
+
+__all__ = [
+    "BackendUnavailableError",
+    "ConnectorError",
+    "ContractVersionError",
+    "DatasetFormatError",
+    "DeadlineExceededError",
+    "DuplicateBackendError",
+    "DuplicateDocIdError",
+    "GroundingError",
+    "IndexMismatchError",
+    "InvalidOptionError",
+    "MalformedPluginError",
+    "MissingOptionError",
+    "PluginError",
+    "PluginImportError",
+    "RankingContractError",
+    "RemoteServiceError",
+    "SqlSafetyError",
+    "UnknownBackendError",
+    "UnknownOptionError",
+    "UnknownProfileError",
+    "UnsafePathError",
+    "short_repr",
+]

@@ -249,16 +249,19 @@ def invalid_cases(subject: Subject, fixture: Fixture) -> list[Case]:
     return cases
 
 
-def typed_error(error: BaseException, wanted: type[ConnectorError]) -> BaseException | None:
-    """``error`` or the first error of its cause chain that is a ``wanted``."""
+def error_chain(error: BaseException) -> Iterator[BaseException]:
+    """``error`` and the errors it was raised from or during, each once."""
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
-        if isinstance(current, wanted):
-            return current
         seen.add(id(current))
+        yield current
         current = current.__cause__ or current.__context__
-    return None
+
+
+def typed_error(error: BaseException, wanted: type[ConnectorError]) -> BaseException | None:
+    """``error`` or the first error of its cause chain that is a ``wanted``."""
+    return next((link for link in error_chain(error) if isinstance(link, wanted)), None)
 
 
 def invalid_requests_check(subject: Subject, fixture: Fixture) -> Check:
@@ -372,12 +375,8 @@ def secret_check(subject: Subject, fixture: Fixture) -> Check:
 def error_text(error: BaseException) -> str:
     """The error as anyone could see it: its traceback with the cause chain, and each error's str and repr."""
     parts = ["".join(traceback.format_exception(error))]
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        parts += [str(current), repr(current)]
-        current = current.__cause__ or current.__context__
+    for link in error_chain(error):
+        parts += [str(link), repr(link)]
     return "\n".join(parts)
 
 
