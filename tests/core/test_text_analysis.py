@@ -16,6 +16,7 @@ from rag_integration.core.text.analysis import (
     words,
 )
 from rag_integration.core.text.languages import CorpusLanguages, document_languages, query_language
+from rag_integration.core.text.lexical import lexical_scores
 
 
 def test_combining_marks_stay_inside_their_word() -> None:
@@ -117,3 +118,26 @@ def test_a_query_word_with_arabic_particles_is_looked_up_without_them() -> None:
     known = set(arabic.terms("قرأ الطالب كتاب التاريخ"))
     terms = arabic.query_terms("وبالكتاب", known)
     assert terms and all(term in known for term in terms)
+
+
+@pytest.mark.parametrize(
+    ("language", "query", "corpus"),
+    [
+        ("de", "Wo tagt die Bundesregierung?", "Die Regierung des Bundes tagt im Haus"),
+        ("ar", "وبالكتاب", "قرأ الطالب كتاب التاريخ"),
+    ],
+)
+def test_query_term_candidates_hold_every_reading_query_terms_can_give(language: str, query: str, corpus: str) -> None:
+    analyzer = analyzer_for(language)
+    candidates = analyzer.query_term_candidates(query)
+    for known in (set(), set(analyzer.terms(corpus)), set(analyzer.terms(query))):
+        assert set(analyzer.query_terms(query, known)) <= candidates
+    assert analyzer_for("en").query_term_candidates("notebook pages") == set(analyzer_for("en").terms("notebook pages"))
+
+
+def test_lexical_scores_read_a_german_compound_as_the_parts_the_texts_hold() -> None:
+    texts = ["Das Intervall für den Ölwechsel beträgt 15.000 km.", "Der Motor braucht gutes Öl.", "Reifen prüfen."]
+    scores = lexical_scores("Wie lang ist das Ölwechselintervall?", texts, language="de")
+    assert scores[0] > 0.0 and scores[0] > scores[1] and scores[2] == 0.0
+    arabic = lexical_scores("وبالكتاب", ["قرأ الطالب كتاب التاريخ", "ذهب الولد إلى المدرسة"], language="ar")
+    assert arabic[0] > 0.0 and arabic[1] == 0.0

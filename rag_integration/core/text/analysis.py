@@ -13,7 +13,7 @@ import functools
 import re
 import threading
 import unicodedata
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -283,9 +283,7 @@ class Analyzer:
         language joins words: a compound as two words the corpus holds (``Bundesregierung`` -> ``bund`` +
         ``regier``), a word with particles written onto it without them (Arabic ``وبالكتاب`` -> ``كتاب``). Corpora
         and questions join the same words differently; doing it for the query only keeps the index's terms its own."""
-        links = COMPOUND_LINKS.get(self.language)
-        proclitics = PROCLITICS.get(self.language)
-        if self._stemmer is None or (links is None and proclitics is None):
+        if not self._rejoins():
             return self.terms(text)
         found, unspaced = split_words(text.lower())
         if unspaced:
@@ -295,35 +293,47 @@ class Analyzer:
             term = self._term(item)
             if term is None:
                 continue
-            again: tuple[str, ...] | None = None
+            again = None
             if term not in known:
-                if links is not None:
-                    again = self._compound_parts(item, links, known)
-                elif proclitics is not None:
-                    again = self._without_proclitic(item, proclitics, known)
+                again = next((parts for parts in self._readings(item) if all(p in known for p in parts)), None)
             terms.extend(again or (term,))
         return terms
 
-    def _without_proclitic(self, word: str, proclitics: tuple[str, ...], known: Collection[str]) -> tuple[str] | None:
-        """The term of ``word`` less its leading particles, when the corpus holds it."""
-        for proclitic in proclitics:
+    def query_term_candidates(self, text: str) -> set[str]:
+        """Every term ``query_terms`` could give for ``text`` whatever the corpus holds, so a scorer reading the
+        corpus once can count just these and choose among them when it has seen the corpus."""
+        found, unspaced = split_words(text.lower())
+        terms = set(self.terms_of(found, unspaced))
+        if unspaced or not self._rejoins():
+            return terms
+        for item in found:
+            if self._term(item) is not None:
+                terms.update(part for parts in self._readings(item) for part in parts)
+        return terms
+
+    def _rejoins(self) -> bool:
+        """Whether this language's words are looked up again when the corpus lacks them (``_readings``)."""
+        return self._stemmer is not None and (self.language in COMPOUND_LINKS or self.language in PROCLITICS)
+
+    def _readings(self, word: str) -> Iterator[tuple[str, ...]]:
+        """Other readings of ``word``, in the order they are tried: its splits into two parts of at least
+        ``COMPOUND_PART`` letters (shortest head first), or else the word less each leading particle."""
+        links = COMPOUND_LINKS.get(self.language)
+        if links is not None:
+            for cut in range(COMPOUND_PART, len(word) - COMPOUND_PART + 1):
+                for link in links:
+                    tail = word[cut + len(link) :]
+                    if len(tail) < COMPOUND_PART or not word.startswith(link, cut):
+                        continue
+                    head_term, tail_term = self._learn(word[:cut]), self._learn(tail)
+                    if head_term is not None and tail_term is not None:
+                        yield head_term, tail_term
+            return
+        for proclitic in PROCLITICS.get(self.language, ()):
             if word.startswith(proclitic) and len(word) - len(proclitic) >= PROCLITIC_REST:
                 term = self._learn(word[len(proclitic) :])
-                if term is not None and term in known:
-                    return (term,)
-        return None
-
-    def _compound_parts(self, word: str, links: tuple[str, ...], known: Collection[str]) -> tuple[str, str] | None:
-        """The first split (shortest head) of ``word`` into two parts whose terms ``known`` holds."""
-        for cut in range(COMPOUND_PART, len(word) - COMPOUND_PART + 1):
-            for link in links:
-                tail = word[cut + len(link) :]
-                if len(tail) < COMPOUND_PART or not word.startswith(link, cut):
-                    continue
-                head_term, tail_term = self._learn(word[:cut]), self._learn(tail)
-                if head_term is not None and tail_term is not None and head_term in known and tail_term in known:
-                    return head_term, tail_term
-        return None
+                if term is not None:
+                    yield (term,)
 
     def word_ids(
         self, found: Sequence[str], unspaced: bool, vocabulary: dict[str, int], known: dict[str, int]

@@ -48,7 +48,9 @@ def _function_terms(language: str) -> frozenset[str]:
 def lexical_scores(
     query: str, texts: Sequence[str], *, language: str = AUTO, k1: float = 1.2, b: float = 0.75
 ) -> list[float]:
-    """BM25 of each text for the query's distinct terms; idf counts how many of ``texts`` hold a term.
+    """BM25 of each text for the query's distinct terms; idf counts how many of ``texts`` hold a term. The query is
+    read as the retrievers read it (``Analyzer.query_terms``): a German compound the texts hold only as two words
+    is looked for as those two.
 
     A text sharing no term with the query scores exactly 0.0. Every text is analysed once (linear in the texts'
     size), and only texts holding a query term keep a bag of terms, so scoring 150,000 sentences of a 10 MB
@@ -57,16 +59,20 @@ def lexical_scores(
     if not texts:
         return []
     analyzer = analyzer_for(lexical_language(query, texts, language))
-    wanted = set(analyzer.terms(query)) - _function_terms(analyzer.language)
-    if not wanted:
+    function_terms = _function_terms(analyzer.language)
+    candidates = analyzer.query_term_candidates(query) - function_terms
+    if not candidates:
         return [0.0] * len(texts)
     bags: dict[int, tuple[int, Counter[str]]] = {}
+    known: set[str] = set()
     total_length = 0
     for position, text in enumerate(texts):
         terms = analyzer.terms(text)
         total_length += len(terms)
-        if not wanted.isdisjoint(terms):
-            bags[position] = (len(terms), Counter(term for term in terms if term in wanted))
+        known.update(terms)
+        if not candidates.isdisjoint(terms):
+            bags[position] = (len(terms), Counter(term for term in terms if term in candidates))
+    wanted = set(analyzer.query_terms(query, known)) - function_terms
     count = len(texts)
     average_length = total_length / count or 1.0
     ordered = sorted(wanted)
