@@ -14,7 +14,7 @@ from typing import Any
 
 from rag_integration.core.contract.distributions import ENTRY_POINT_GROUP, describe_backend, distribution_of
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
-from rag_integration.core.errors import DuplicateBackendError, MalformedPluginError, PluginImportError
+from rag_integration.core.errors import DuplicateBackendError, MalformedPluginError, PluginImportError, install_hint
 
 logger = logging.getLogger(__name__)
 
@@ -156,7 +156,7 @@ def _install_hint(entry_point: importlib.metadata.EntryPoint, module: str) -> st
             continue
         extra = re.search(r"extra\s*==\s*[\"']([^\"']+)[\"']", requirement)
         if extra:
-            return f'pip install "{_distribution_name(entry_point)}[{extra.group(1)}]"'
+            return install_hint(_distribution_name(entry_point), extra.group(1))
         return f"pip install {requirement.split(';')[0].strip()} (a dependency of {_distribution_name(entry_point)})"
     return f"install the package that provides the module {module!r}"
 

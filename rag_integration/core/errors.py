@@ -158,8 +158,19 @@ class BackendUnavailableError(ConnectorError):
         self.distribution = distribution
         super().__init__(
             f"backend '{backend}' needs the optional module '{missing}', which is not installed: "
-            f'pip install "{distribution}[{extra}]"'
+            + install_hint(distribution, extra)
         )
+
+
+OWN_DISTRIBUTION = "rag-integration"
+
+
+def install_hint(distribution: str, extra: str) -> str:
+    """How to install ``distribution``'s ``extra``. This package installs from its clone: the same name on PyPI
+    belongs to another project, so a ``pip install`` by name would fetch a stranger's package."""
+    if distribution == OWN_DISTRIBUTION:
+        return f'uv sync --extra {extra} in the clone (or uv pip install ".[{extra}]" from it)'
+    return f'pip install "{distribution}[{extra}]"'
 
 
 class DatasetFormatError(ConnectorError):

@@ -185,7 +185,9 @@ def test_index_cache_is_a_bounded_lru() -> None:
 
 
 def test_missing_extra_names_the_pip_line() -> None:
-    with pytest.raises(BackendUnavailableError, match=r'pip install "rag-integration\[faiss\]"'):
+    with pytest.raises(
+        BackendUnavailableError, match=r'uv sync --extra faiss in the clone \(or uv pip install "\.\[faiss\]" from it\)'
+    ):
         require_module("a_module_that_is_not_installed", "faiss", "faiss")
 
 
