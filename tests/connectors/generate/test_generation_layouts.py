@@ -202,3 +202,27 @@ def test_xquad_chinese_retrieve_then_extractive_answers_every_question() -> None
     for row in rows:
         for doc_id in row["citations"]:
             assert doc_id in texts
+
+
+@pytest.mark.parametrize(
+    ("lead_in", "steps"),
+    [
+        ("To check the oil level:", ["Park on level ground.", "Wait five minutes.", "Pull the dipstick and wipe it."]),
+        ("So prüfen Sie den Ölstand:", ["Parken Sie eben.", "Warten Sie fünf Minuten.", "Ziehen Sie den Messstab."]),
+        ("检查机油液位的方法\uff1a", ["把车停在平地上。", "等待五分钟。", "拔出油尺。"]),
+    ],
+)
+def test_a_lead_in_answer_brings_its_steps_up_to_the_next_heading(lead_in: str, steps: list[str]) -> None:
+    listed = "\n".join(f"{number}. {step}" for number, step in enumerate(steps, 1))
+    text = f"# Oil\n\nThe engine holds 4.0 litres.\n\n{lead_in}\n\n{listed}\n\n## Tyres\n\nCheck the tyres monthly."
+    question = {"To": "How do I check the oil level?", "So": "Wie prüfe ich den Ölstand?"}.get(
+        lead_in[:2], "如何检查机油液位\uff1f"
+    )
+    extractive, _ = answers(question, text)
+    assert extractive == " ".join(f"{sentence} [1]" for sentence in [lead_in, *steps])
+
+
+def test_a_lead_in_brings_at_most_a_list_of_steps() -> None:
+    steps = [f"Step number {n} is done." for n in range(1, 31)]
+    extractive, _ = answers("How do I check the oil level?", "To check the oil level:\n\n" + "\n".join(steps))
+    assert extractive.count("[1]") == 1 + 12

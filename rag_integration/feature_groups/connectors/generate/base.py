@@ -162,14 +162,32 @@ def scored_sentences(query: str, passages: Sequence[Document], model: str = OVER
     return sorted(blended, key=lambda sentence: (-sentence.score, sentence.source, sentence.index))
 
 
+LEAD_IN_ENDS = (":", "\uff1a")
+"""How a sentence that introduces what follows ends ("To check the oil level:"), in Latin and full-width script."""
+MAX_LEAD_IN_ITEMS = 12
+"""Most sentences a lead-in brings along: the steps or items of one list, not the rest of a long passage."""
+
+
 def best_answer(query: str, ranked: Sequence[QuotableSentence]) -> list[QuotableSentence]:
     """The best sentence, and the one after it in its passage when that one shares a word with the query by its own
     words (not only through its heading): an answer often runs on ("...a string over an alphabet. Usually, the
-    alphabet is taken to be the binary alphabet"). Nothing when no sentence shares a word with the query."""
+    alphabet is taken to be the binary alphabet"). A best sentence that is a lead-in ("To check the oil level:")
+    says nothing alone, so it brings the sentences after it (its steps) instead, up to ``MAX_LEAD_IN_ITEMS`` and
+    the next lead-in. Nothing when no sentence shares a word with the query."""
     if not ranked or ranked[0].score <= 0.0:
         return []
     best = ranked[0]
-    following = next((s for s in ranked if s.source == best.source and s.index == best.index + 1), None)
+    by_place = {(s.source, s.index): s for s in ranked if s.source == best.source}
+    if best.text.endswith(LEAD_IN_ENDS):
+        items: list[QuotableSentence] = []
+        index = best.index + 1
+        while len(items) < MAX_LEAD_IN_ITEMS and (item := by_place.get((best.source, index))) is not None:
+            items.append(item)
+            if item.text.endswith(LEAD_IN_ENDS):
+                break
+            index += 1
+        return [best, *items]
+    following = by_place.get((best.source, best.index + 1))
     if following is None or lexical_scores(query, [following.text])[0] <= 0.0:
         return [best]
     return [best, following]

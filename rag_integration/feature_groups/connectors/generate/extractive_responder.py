@@ -28,8 +28,9 @@ class ExtractiveSettings:
 class ExtractiveResponder(BaseGenerateConnector[ExtractiveSettings]):
     """``generate_backend="extractive"``: the best-matching sentence of any passage and ``[1]``, and the sentence after
     it when that one also shares a word with the query (an answer often runs on: "...a string over an alphabet.
-    Usually, the alphabet is taken to be the binary alphabet"); no sentence sharing a word with the query means no
-    answer (``""``, no citations) rather than an unrelated one."""
+    Usually, the alphabet is taken to be the binary alphabet"); a best sentence ending in ":" brings the steps after
+    it instead; no sentence sharing a word with the query means no answer (``""``, no citations) rather than an
+    unrelated one."""
 
     BACKEND: ClassVar[str | None] = "extractive"
     SETTINGS: ClassVar[type[Any] | None] = ExtractiveSettings
