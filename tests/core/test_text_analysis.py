@@ -16,7 +16,7 @@ from rag_integration.core.text.analysis import (
     words,
 )
 from rag_integration.core.text.languages import CorpusLanguages, document_languages, query_language
-from rag_integration.core.text.lexical import lexical_scores
+from rag_integration.core.text.lexical import lexical_scores, missing_query_words
 
 
 def test_combining_marks_stay_inside_their_word() -> None:
@@ -141,3 +141,18 @@ def test_lexical_scores_read_a_german_compound_as_the_parts_the_texts_hold() -> 
     assert scores[0] > 0.0 and scores[0] > scores[1] and scores[2] == 0.0
     arabic = lexical_scores("وبالكتاب", ["قرأ الطالب كتاب التاريخ", "ذهب الولد إلى المدرسة"], language="ar")
     assert arabic[0] > 0.0 and arabic[1] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "missing"),
+    [
+        ("Is the lasagne gluten free?", "Orders over 50 EUR ship for free.", ["lasagne", "gluten"]),
+        ("How often should the engine oil be changed?", "Change the engine oil every 15,000 km.", []),
+        ("Wie lang ist das Ölwechselintervall?", "Das Intervall für den Ölwechsel beträgt 15.000 km.", []),
+        ("Wie hoch ist die Kaution für die Wohnung?", "Die Miete der Wohnung beträgt 900 Euro.", ["kaution"]),
+        ("وبالكتاب والقلم", "قرأ الطالب كتاب التاريخ", ["والقلم"]),
+        ("东京的人口是多少", "东京的人口约为一千四百万", []),
+    ],
+)
+def test_missing_query_words_name_what_the_texts_do_not_hold(question: str, text: str, missing: list[str]) -> None:
+    assert missing_query_words(question, [text]) == missing

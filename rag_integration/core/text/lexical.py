@@ -12,8 +12,9 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from rag_integration.core.text.analysis import AUTO, UNDETERMINED, analyzer_for
+from rag_integration.core.text.analysis import AUTO, UNDETERMINED, analyzer_for, split_words
 from rag_integration.core.text.languages import detect_language
+from rag_integration.core.text.questions import asking_words
 from rag_integration.core.text.words import ENGLISH_STOPWORDS
 
 FUNCTION_WORDS = {"en": ENGLISH_STOPWORDS}
@@ -90,3 +91,24 @@ def lexical_scores(
                 score += idf[term] * frequency * (k1 + 1.0) / (frequency + norm)
         scores[position] = score
     return scores
+
+
+def missing_query_words(query: str, texts: Sequence[str], *, language: str = AUTO) -> list[str]:
+    """The query's words (lower-cased, first use order) that name something none of ``texts`` holds: each word read
+    as the retrievers read a query, none of its content terms found. What an answer drawn from those texts cannot
+    speak to ("Is the lasagne gluten free?" against a shop's shipping terms: ``lasagne``, ``gluten``). The words of a
+    question phrase ("how often") are not counted: they ask, they name nothing."""
+    analyzer = analyzer_for(lexical_language(query, texts, language))
+    known: set[str] = set()
+    for text in texts:
+        known.update(analyzer.terms(text))
+    function_terms = _function_terms(analyzer.language)
+    asking = asking_words(query)
+    missing: list[str] = []
+    for word in dict.fromkeys(split_words(query.lower())[0]):
+        if word in asking:
+            continue
+        terms = set(analyzer.query_terms(word, known)) - function_terms
+        if terms and terms.isdisjoint(known):
+            missing.append(word)
+    return missing

@@ -14,7 +14,7 @@ QUESTION_WORDS: dict[str, dict[str, tuple[str, ...]]] = {
     NUMBER: {
         "en": ("how many", "how much", "what percentage", "what percent", "how long", "how far", "how old",
                "how large", "how big", "how tall", "how high", "how often", "what number"),
-        "de": ("wie viele", "wie viel", "wieviele", "wieviel", "wie lange", "wie alt", "wie hoch", "wie groß",
+        "de": ("wie viele", "wie viel", "wieviele", "wieviel", "wie lange", "wie lang", "wie alt", "wie hoch", "wie groß",
                "wie weit", "wie oft", "welcher prozentsatz", "welche anzahl"),
         "es": ("cuántos", "cuántas", "cuánto", "cuánta", "qué porcentaje", "qué edad", "qué cantidad"),
         "fr": ("combien", "quel pourcentage", "quel âge"),
@@ -77,3 +77,10 @@ def answer_kind(question: str) -> str | None:
 def holds_answer_kind(sentence: str, kind: str | None) -> bool:
     """Whether ``sentence`` shows an answer of ``kind`` (False for no kind)."""
     return kind is not None and _HOLDS[kind].search(sentence) is not None
+
+
+def asking_words(question: str) -> set[str]:
+    """The words (case-folded) of the question phrases in ``question`` ("how often", "wie lange"): they say what
+    kind of answer is wanted, not what it is about."""
+    folded = question.casefold()
+    return {word for _, pattern in _asks() for found in pattern.finditer(folded) for word in found.group().split()}
