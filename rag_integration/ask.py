@@ -1,5 +1,6 @@
 """What ``rag-integration ask`` shows: an answer with its ``[n]`` markers, then each cited source (file, chunk,
-page or lines, and the sentence quoted from it), or why there is no answer."""
+page or lines, and the sentence quoted from it, or the model's claim it was checked against), or why there is no
+answer."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.text import Text
 
 from rag_integration.core.errors import InvalidOptionError
@@ -22,7 +24,9 @@ QUESTION_KEYS = ("question", "query", "text")
 
 @dataclass(frozen=True)
 class Source:
-    """One cited passage: its number in the answer, where it comes from and what the answer quotes of it."""
+    """One cited passage: its number in the answer, where it comes from, and what the answer says from it: the
+    sentences it ``quotes`` verbatim (extractive, template), or the model's ``claims`` (llm), its own words checked
+    against the passage, never shown as a quote."""
 
     number: int
     doc_id: str
@@ -32,6 +36,7 @@ class Source:
     lines: tuple[int, int] | None
     title: str | None
     quotes: tuple[str, ...]
+    claims: tuple[str, ...] = ()
 
     def where(self) -> str:
         parts = [self.file or self.doc_id]
@@ -56,13 +61,15 @@ class Source:
             "lines": list(self.lines) if self.lines else None,
             "title": self.title,
             "quotes": list(self.quotes),
+            "claims": list(self.claims),
         }
 
 
 @dataclass(frozen=True)
 class Answer:
-    """One question's answer and its sources; ``error`` when it failed (``--on-error row``), ``reason`` when it
-    is empty."""
+    """One question's answer and its sources; ``error`` (its ``type`` and ``message``) when it failed
+    (``--on-error row``), ``reason`` when it is empty; ``unsupported`` the sentences a model wrote that its
+    passages did not support and that were dropped (None for a backend that only quotes)."""
 
     question: str
     text: str
@@ -71,11 +78,14 @@ class Answer:
     error: Mapping[str, str] | None = None
     passages: int = 0
     extra: Mapping[str, Any] = field(default_factory=dict)
+    unsupported: tuple[str, ...] | None = None
 
     def as_json(self) -> dict[str, Any]:
         row: dict[str, Any] = {"question": self.question, "answer": self.text}
         row["citations"] = [source.doc_id for source in self.sources]
         row["sources"] = [source.as_json() for source in self.sources]
+        if self.unsupported is not None:
+            row["unsupported"] = list(self.unsupported)
         if self.reason is not None:
             row["reason"] = self.reason
         if self.error is not None:
@@ -90,25 +100,45 @@ def answer_of(
     no_documents: str | None = None,
 ) -> Answer:
     """The answer row of ``generated_answer`` with its citations resolved against the passages it was given;
-    ``no_documents`` is the reason an empty answer gives when there was nothing to search."""
+    ``no_documents`` is the reason an empty answer gives when there was nothing to search.
+
+    A row that carries ``unsupported`` comes from a backend whose model writes the answer in its own words (``llm``):
+    its sentences are the model's claims, not quotes, and an empty answer is the model's finding, not a missing
+    word."""
     if row.get("error"):
-        return Answer(question, "", error=dict(row["error"]), passages=len(passages or []))
+        return Answer(question, "", error=error_of(row["error"]), passages=len(passages or []))
     text = str(row.get("answer") or "")
     citations = [str(doc_id) for doc_id in row.get("citations") or []]
     by_id = {str(passage["doc_id"]): passage for passage in passages or []}
-    quotes = quoted_sentences(text, len(citations))
+    written = row.get("unsupported")
+    unsupported = None if written is None else tuple(str(sentence) for sentence in written)
+    said = quoted_sentences(text, len(citations))
     sources = tuple(
-        source_of(number, doc_id, by_id.get(doc_id, {}), quotes.get(number, ()))
+        source_of(number, doc_id, by_id.get(doc_id, {}), said.get(number, ()), claims=unsupported is not None)
         for number, doc_id in enumerate(citations, start=1)
     )
     reason = None
     if not text:
-        reason = (
-            no_documents or "no passage matched: none of the question's words is in the indexed text"
-            if not passages
-            else f"none of the {len(passages)} passages found holds a sentence sharing a content word with the question"
-        )
-    return Answer(question, text, sources, reason, passages=len(passages or []))
+        if not passages:
+            reason = no_documents or "no passage matched: none of the question's words is in the indexed text"
+        elif unsupported is not None:
+            reason = f"the model found no answer to the question in the {len(passages)} passages found"
+        else:
+            reason = (
+                f"none of the {len(passages)} passages found holds a sentence sharing a content word with the question"
+            )
+    return Answer(question, text, sources, reason, passages=len(passages or []), unsupported=unsupported)
+
+
+def error_of(error: object) -> dict[str, str]:
+    """A failed row's ``error`` as its ``type`` and ``message``: every family writes it as one string,
+    ``"GroundingError: ..."`` (``describe_error``); a mapping with those keys is taken as it is."""
+    if isinstance(error, Mapping):
+        return {"type": str(error.get("type") or "Error"), "message": str(error.get("message") or "")}
+    kind, separator, message = str(error).partition(": ")
+    if not separator or not kind.isidentifier():
+        return {"type": "Error", "message": str(error)}
+    return {"type": kind, "message": message}
 
 
 def quoted_sentences(answer: str, citations: int) -> dict[int, tuple[str, ...]]:
@@ -127,7 +157,10 @@ def quoted_sentences(answer: str, citations: int) -> dict[int, tuple[str, ...]]:
     return {number: tuple(texts) for number, texts in quotes.items()}
 
 
-def source_of(number: int, doc_id: str, passage: Mapping[str, Any], quotes: tuple[str, ...]) -> Source:
+def source_of(
+    number: int, doc_id: str, passage: Mapping[str, Any], said: tuple[str, ...], claims: bool = False
+) -> Source:
+    """A cited passage with what the answer ``said`` from it: quotes, or with ``claims`` the model's sentences."""
     metadata = passage.get("metadata")
     meta: Mapping[str, Any] = metadata if isinstance(metadata, Mapping) else {}
     text = str(passage.get("text") or "")
@@ -137,9 +170,10 @@ def source_of(number: int, doc_id: str, passage: Mapping[str, Any], quotes: tupl
         file=_text(meta.get("source")),
         chunk=_int(meta.get("chunk_index")),
         page=_int(meta.get("page")),
-        lines=_quote_lines(text, meta, quotes),
+        lines=_quote_lines(text, meta, said),
         title=_text(meta.get("title")),
-        quotes=quotes,
+        quotes=() if claims else said,
+        claims=said if claims else (),
     )
 
 
@@ -202,8 +236,13 @@ def read_questions(path: Path, data: bytes) -> list[str]:
     return questions
 
 
+INDENT = 4
+"""Columns a source's quotes and claims are indented by, kept on every line a terminal wraps them onto."""
+
+
 def print_answers(answers: Sequence[Answer], out: Console) -> None:
-    """Each answer, then its sources; a question above its answer when there are several."""
+    """Each answer, then its sources; a question above its answer when there are several. A quote is printed in
+    quotation marks; a model's claim is labelled as its claim, in its own words."""
     for position, answer in enumerate(answers):
         if position:
             out.print()
@@ -216,8 +255,22 @@ def print_answers(answers: Sequence[Answer], out: Console) -> None:
             out.print(Text(f"No answer: {answer.reason}.", style="yellow"))
             continue
         out.print(Text(answer.text))
+        if answer.unsupported:
+            dropped = len(answer.unsupported)
+            out.print(Text(f"({dropped} sentence(s) the model wrote were dropped: no passage supports them)", "yellow"))
         out.print()
         for source in answer.sources:
             out.print(Text(f"[{source.number}] ", style="bold") + Text(source.where()))
             for quote in source.quotes:
-                out.print(Text(f"    “{quote}”", style="dim"))
+                _indented(out, Text(f"“{quote}”", style="dim"))
+            for claim in source.claims:
+                _indented(out, Text("the model's claim from it: ", style="italic") + Text(claim, style="dim"))
+
+
+def _indented(out: Console, text: Text) -> None:
+    """``text`` indented by ``INDENT``: on every line a terminal wraps it onto, and as one line when the console
+    does not wrap (piped or redirected output)."""
+    if out.soft_wrap:
+        out.print(Text(" " * INDENT) + text)
+    else:
+        out.print(Padding(text, (0, 0, 0, INDENT)))
