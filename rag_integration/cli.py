@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
-from rag_integration.console import console, print_table
+from rag_integration.console import console, print_table, table_console
 from rag_integration.core.errors import ConnectorError
 from rag_integration.core.progress import progress_display, step
 from rag_integration.registry import available_backends
@@ -645,7 +645,7 @@ def evaluate_command(
         table.add_column(column, justify="left" if column == "backend" else "right")
     for label, result in results.items():
         table.add_row(label, *(f"{result.metrics[name]:.4f}" for name in metric_names), f"{result.seconds:.1f}")
-    console().print(table)
+    table_console().print(table)
     if json_path is not None:
         document = {
             "dataset": collection.name,

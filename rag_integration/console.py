@@ -9,15 +9,26 @@ from typing import TextIO
 from rich.console import Console
 from rich.table import Table
 
+PIPED_WIDTH = 160
+"""The columns a table is laid out for when stdout is not a terminal (rich would assume 80)."""
+
 
 def console() -> Console:
-    """A console that wraps nothing and, when piped, lays out for 160 columns instead of 80."""
-    return Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+    """A console for lines of text: in a terminal it wraps them at the terminal's width; piped or redirected it
+    never wraps (soft wrap), so every line printed is one line of the output, whatever its length."""
+    terminal = sys.stdout.isatty()
+    return Console(soft_wrap=not terminal, width=None if terminal else PIPED_WIDTH)
+
+
+def table_console(out: TextIO | None = None) -> Console:
+    """A console for tables: the terminal's width, or ``PIPED_WIDTH`` columns when piped or writing to ``out``."""
+    terminal = out is None and sys.stdout.isatty()
+    return Console(file=out, soft_wrap=False, width=None if terminal else PIPED_WIDTH)
 
 
 def print_table(header: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO | None = None) -> None:
-    """A plain table, to ``out`` or the console."""
+    """A plain table, to ``out`` or stdout."""
     table = Table(*header, box=None, header_style="bold", pad_edge=False)
     for row in rows:
         table.add_row(*(str(cell) for cell in row))
-    (Console(file=out, soft_wrap=False, width=160) if out is not None else console()).print(table)
+    table_console(out).print(table)

@@ -224,3 +224,31 @@ def test_what_ask_needs_over_files_is_installed_with_the_package() -> None:
         for requirement in project["project"]["dependencies"]
     }
     assert {"bm25s", "pystemmer", "scipy", "pypdf", "stopwordsiso", "fasttext-predict", "typer", "rich"} <= names
+
+
+LONG = (
+    "Set the front tyres to 2.4 bar and the rear tyres to 2.2 bar when the car is lightly loaded, and add 0.3 bar "
+    "to both when it carries four people and their luggage on a long motorway trip."
+)
+
+
+def test_piped_output_is_never_wrapped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "tyres.md").write_text(f"# Tyres\n\n{LONG}\n", encoding="utf-8")
+    code, out, _ = ask(capsys, "What tyre pressure for the front tyres?", "--files", str(tmp_path))
+    assert code == 0 and len(LONG) > 160
+    assert out.splitlines()[0] == f"{LONG} [1]"  # `| head -1` gets the whole answer, its marker included
+    assert out.splitlines()[3] == f"    “{LONG}”"
+
+
+def test_in_a_narrow_terminal_a_quote_keeps_its_indent_on_every_line() -> None:
+    from rich.console import Console
+
+    from rag_integration.ask import answer_of, print_answers
+
+    passage = {"doc_id": "tyres.md", "text": LONG, "metadata": {"source": "tyres.md", "line_start": 3}}
+    answer = answer_of("tyre pressure?", {"answer": f"{LONG} [1]", "citations": ["tyres.md"]}, [passage])
+    out = io.StringIO()
+    print_answers([answer], Console(file=out, width=40, soft_wrap=False))
+    quote = out.getvalue().split("[1] tyres.md, line 3\n", 1)[1].splitlines()
+    assert len(quote) > 3 and all(line.startswith("    ") and line[4] != " " for line in quote)
+    assert " ".join(line.strip() for line in quote) == f"“{LONG}”"
