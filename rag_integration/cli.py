@@ -7,6 +7,7 @@ stderr; ``--debug`` shows the traceback instead.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import shutil
@@ -96,6 +97,16 @@ VerboseOption = Annotated[bool, typer.Option("--verbose", help="list every file 
 CacheOption = Annotated[
     bool, typer.Option(help="with --files: keep indexes, embeddings and analysed text in the user cache folder")
 ]
+FILE_TYPES = ".txt, .md, .rst, .html, .htm, .pdf, .docx (extra docx), .jsonl, .csv"
+"""The file types the files source reads (its ``SUFFIXES``), as the help names them."""
+FlashRankDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="--rerank flashrank: the folder holding the unzipped model folder (ms-marco-TinyBERT-L-2-v2/), or that "
+        "folder itself; nothing is downloaded: fetch and unzip the archive by hand as docs/rerank.md says ('Getting "
+        "a FlashRank model onto the machine'); default: FlashRank's cache folder; refused without --rerank flashrank"
+    ),
+]
 """Options several commands share, declared once."""
 
 
@@ -173,20 +184,36 @@ def _cell(value: object) -> str:
 
 @app.command()
 def index(
-    paths: Annotated[list[Path], typer.Argument(help="files, folders or globs (.txt, .md, .rst, .html, .jsonl, .csv)")],
+    paths: Annotated[list[Path], typer.Argument(help=f"files, folders or globs ({FILE_TYPES})")],
     index_dir: Annotated[Path, typer.Option(help="folder the store is written to")],
-    embedding_model: Annotated[str, typer.Option(help="'minilm' (default) or 'hash'")] = "minilm",
+    embedding_model: Annotated[
+        str,
+        typer.Option(
+            help="'minilm' (default) or 'hash', the models an embedding stage embeds with; `ask`/`search "
+            "--index-dir` must name the same one"
+        ),
+    ] = "minilm",
     chunker: Annotated[str, typer.Option(help="'sentence', 'paragraph', 'fixed' or 'none'")] = "sentence",
     keep: Annotated[int, typer.Option(min=1, help="store versions kept, this one counted; older ones are removed")] = 2,
+    verbose: VerboseOption = False,
     progress: ProgressOption = True,
 ) -> int:
-    """Read, chunk, embed and persist your documents as a FAISS store; `search --index-dir` answers from it."""
-    from rag_integration.core.documents.files import READ_FILES
+    """Read, chunk, embed and persist your documents as a FAISS store; `search --index-dir` and `ask --index-dir`
+    answer from it."""
+    from rag_integration.core.documents.files import READ_FILES, SKIPPED_FILES
     from rag_integration.core.documents.source_record import save_record
     from rag_integration.core.indexes.embedders import get_embedder
     from rag_integration.core.indexes.store import current_version
-    from rag_integration.feature_groups.rag_pipeline import STAGES
+    from rag_integration.feature_groups.rag_pipeline import STAGES, BaseEmbeddingStage
 
+    _check_paths(paths, "PATHS")
+    _choose("--chunker", chunker, _chunkers())
+    stages = sorted(str(stage.BACKEND) for stage in STAGES if issubclass(stage, BaseEmbeddingStage))
+    why = (
+        f"expected one of {_listed(stages)}, the models `index` has an embedding stage for (other embedders serve "
+        "`ask`/`search --files` with a dense --backend)"
+    )
+    _choose("--embedding-model", embedding_model, stages, why)
     feature_name = "docs__chunked__embedded__indexed" if chunker != "none" else "docs__embedded__indexed"
     options = _file_options(paths, chunker) | {
         "embedding_model": embedding_model,
@@ -197,12 +224,14 @@ def index(
     before = _stored_chunks(index_dir)
     embedder = get_embedder(embedding_model)
     embedded = embedder.texts_embedded
-    READ_FILES.take()
+    _forget_file_reports()
     with progress_display(progress), step(f"indexing {len(paths)} path(s) into {index_dir}"):
         rows = _run_feature(feature_name, options, set(STAGES), progress)
+    read = READ_FILES.take()
+    _report_skipped(SKIPPED_FILES.take(), verbose)
     live = current_version(index_dir)
     if live is not None:
-        save_record(index_dir, live.name, [str(path) for path in paths], READ_FILES.take())
+        save_record(index_dir, live.name, [str(path) for path in paths], read)
     after = {str(row["doc_id"]): str(row["text"]) for row in rows}
     added = sum(1 for doc_id in after if doc_id not in before)
     changed = sum(1 for doc_id, text in after.items() if doc_id in before and before[doc_id] != text)
@@ -249,6 +278,7 @@ def search(
     rerank: Annotated[
         str | None, typer.Option(help="rerank backend applied to the retrieved passages ('lexical', 'flashrank')")
     ] = None,
+    flashrank_model_dir: FlashRankDirOption = None,
     verbose: VerboseOption = False,
     explain: Annotated[
         bool, typer.Option(help="say why each passage ranked: its explanation in --json, a 'why' column otherwise")
@@ -257,16 +287,12 @@ def search(
     """Search a persisted index (--index-dir) or files (--files) with one batched request for all queries. With
     --files, what one search embedded and analysed is kept in the user cache folder, so the next search over the
     same (or a slightly changed) folder embeds and analyses only what is new."""
-    from rag_integration.evaluation.run import backend_class
-
     options, groups = _retrieval(list(query), top_k, index_dir, files, backend, chunker, embedding_model, cache)
     feature = "retrieved_passages"
+    _check_flashrank_dir(rerank, flashrank_model_dir)
     if rerank is not None:
-        try:
-            groups.add(backend_class("rerank", "--rerank", rerank))
-        except ConnectorError as error:
-            raise typer.BadParameter(str(error), param_hint="--rerank") from error
-        feature, options = _reranked(options, rerank, top_k)
+        groups.add(_backend("rerank", "--rerank", rerank))
+        feature, options = _reranked(options, rerank, top_k, flashrank_model_dir)
     if explain:
         options["explain"] = True
     _forget_file_reports()
@@ -324,7 +350,6 @@ def _retrieval(
 ) -> tuple[dict[str, Any], set[type[Any]]]:
     """The ``retrieved_passages`` options and feature groups of ``search`` and ``ask``: a store (``--index-dir``)
     or files read, chunked and indexed by ``backend`` (``--files``)."""
-    from rag_integration.evaluation.run import backend_class
     from rag_integration.feature_groups.rag_pipeline import STAGES, VectorStoreRetriever
 
     if (index_dir is None) == (not files):
@@ -334,10 +359,13 @@ def _retrieval(
         _warn_if_stale(index_dir)
         options |= {"retrieve_backend": "vector_store", "index_dir": str(index_dir), "embedding_model": embedding_model}
         return options, {VectorStoreRetriever}
-    try:
-        retriever = backend_class("retrieve", "retrieve_backend", backend)
-    except ConnectorError as error:
-        raise typer.BadParameter(str(error), param_hint="--backend") from error
+    _check_paths(files or [], "--files")
+    _choose("--chunker", chunker, _chunkers())
+    refused = {
+        str(VectorStoreRetriever.BACKEND): "it answers from a store written by `rag-integration index`: give that "
+        "store with --index-dir instead of --files"
+    }
+    retriever = _backend("retrieve", "--backend", backend, refused)
     source = "docs__chunked" if chunker != "none" else "docs"
     options |= _file_options(files or [], chunker) | {"retrieve_backend": backend, "corpus_source": source}
     if cache:
@@ -363,6 +391,7 @@ def ask(
         str, typer.Option(help="chunking for --files: paragraph, sentence, fixed or none")
     ] = "paragraph",
     rerank: Annotated[str | None, typer.Option(help="rerank backend ('lexical', 'flashrank')")] = None,
+    flashrank_model_dir: FlashRankDirOption = None,
     generate: Annotated[str, typer.Option(help="generate backend: extractive, template or llm")] = "extractive",
     sentence_model: Annotated[
         str,
@@ -393,32 +422,25 @@ def ask(
 
     from rag_integration.ask import MAX_QUESTIONS_BYTES, answer_of, print_answers, read_questions
     from rag_integration.core.documents.files import read_named_file
-    from rag_integration.evaluation.run import backend_class
 
     texts = list(question or [])
     if questions is not None:
         texts += read_questions(questions, read_named_file(questions, "--questions", MAX_QUESTIONS_BYTES))
     if not texts:
         raise typer.BadParameter("give a question, or --questions FILE", param_hint="QUESTION / --questions")
-    if on_error not in ("raise", "row"):
-        raise typer.BadParameter(f"expected 'raise' or 'row', got {on_error!r}", param_hint="--on-error")
+    _choose("--on-error", on_error, ("raise", "row"))
     options, groups = _retrieval(texts, top_k, index_dir, files, backend, chunker, embedding_model, cache, language)
     options["return_metadata"] = True  # where each cited passage comes from
     name = "retrieved_passages"
+    _check_flashrank_dir(rerank, flashrank_model_dir)
     if rerank is not None:
-        try:
-            reranker = backend_class("rerank", "--rerank", rerank)
-        except ConnectorError as error:
-            raise typer.BadParameter(str(error), param_hint="--rerank") from error
+        reranker = _backend("rerank", "--rerank", rerank)
         groups.add(reranker)
-        name, options = _reranked(options, rerank, top_k)
+        name, options = _reranked(options, rerank, top_k, flashrank_model_dir)
         options["return_metadata"] = True
         if "language" in reranker.declared_options():
             options["language"] = language
-    try:
-        groups.add(backend_class("generate", "--generate", generate))
-    except ConnectorError as error:
-        raise typer.BadParameter(str(error), param_hint="--generate") from error
+    groups.add(_backend("generate", "--generate", generate))
     shown = progress and not as_json
     passages = Feature(name, options=Options(context={**options, "show_progress": shown}))
     llm = {"llm_base_url": llm_base_url, "llm_model": llm_model, "llm_api_key_env": llm_api_key_env}
@@ -466,14 +488,19 @@ def _report_files(files_given: bool, verbose: bool) -> bool:
     and none of them could be read."""
     from rag_integration.core.documents.files import READ_FILES, SKIPPED_FILES
 
-    read, skipped = READ_FILES.take(), SKIPPED_FILES.take()
+    read = READ_FILES.take()
+    _report_skipped(SKIPPED_FILES.take(), verbose)
+    return files_given and not read
+
+
+def _report_skipped(skipped: Sequence[Any], verbose: bool) -> None:
+    """Count on stderr the files not read (``SkippedFile``), each with why under ``--verbose``."""
     if skipped:
         hint = "" if verbose else " (--verbose lists them)"
         print(f"skipped {len(skipped)} file(s) not read{hint}", file=sys.stderr)
         if verbose:
             for file in skipped:
                 print(f"  {file.path}: {file.reason}", file=sys.stderr)
-    return files_given and not read
 
 
 def _warn_if_stale(index_dir: Path) -> None:
@@ -500,18 +527,83 @@ RERANK_DEPTH = 100
 """How many passages ``search --rerank`` retrieves for the reranker to order."""
 
 
-def _reranked(options: dict[str, Any], rerank: str, top_k: int) -> tuple[str, dict[str, Any]]:
+def _reranked(
+    options: dict[str, Any], rerank: str, top_k: int, flashrank_model_dir: Path | None = None
+) -> tuple[str, dict[str, Any]]:
     """The reranking feature over the retrieval ``options`` ask for, retrieving ``RERANK_DEPTH`` candidates."""
     from mloda.user import Feature, Options
 
     retrieve = Feature("retrieved_passages", options=Options(context={**options, "top_k": max(top_k, RERANK_DEPTH)}))
-    rerank_options = {
+    rerank_options: dict[str, Any] = {
         "rerank_backend": rerank,
         "query_text": options["query_text"],
         "candidates_source": retrieve,
         "top_k": top_k,
     }
+    if flashrank_model_dir is not None:
+        rerank_options["flashrank_model_dir"] = str(flashrank_model_dir)
     return "reranked_passages", rerank_options
+
+
+def _check_flashrank_dir(rerank: str | None, flashrank_model_dir: Path | None) -> None:
+    """``--flashrank-model-dir`` is FlashRank's model folder: refused with another reranker, or none."""
+    if flashrank_model_dir is not None and rerank != "flashrank":
+        raise typer.BadParameter(
+            f"only --rerank flashrank reads a model folder (--rerank is {rerank or 'not given'})",
+            param_hint="--flashrank-model-dir",
+        )
+
+
+def _choose(flag: str, value: str, valid: Sequence[str], why: str = "") -> str:
+    """``value`` when it is one of ``valid``; else a usage error naming ``flag``, listing the valid values (or saying
+    ``why``) with a did-you-mean when one is close."""
+    if value in valid:
+        return value
+    by_lower = {choice.lower(): choice for choice in sorted(valid)}
+    near = difflib.get_close_matches(value.lower(), list(by_lower), n=1, cutoff=0.6)
+    guess = f" (did you mean {by_lower[near[0]]!r}?)" if near else ""
+    raise typer.BadParameter(f"got {value!r}: {why or 'expected one of ' + _listed(valid)}{guess}", param_hint=flag)
+
+
+def _listed(values: Sequence[str]) -> str:
+    return ", ".join(repr(value) for value in sorted(values))
+
+
+def _backend(family: str, flag: str, value: str, refused: dict[str, str] | None = None) -> type[Any]:
+    """The installed backend of ``family`` that ``value`` selects; a usage error naming ``flag`` otherwise: a value
+    no backend has (the valid ones listed, with a did-you-mean), one ``refused`` here (with why), or one whose
+    extra is not installed."""
+    from rag_integration.evaluation.run import backend_class
+    from rag_integration.registry import backend_classes
+
+    refused = refused or {}
+    if value in refused:
+        raise typer.BadParameter(f"got {value!r}: {refused[value]}", param_hint=flag)
+    valid = sorted({str(cls.BACKEND) for cls in backend_classes() if family == cls.FAMILY} - set(refused))
+    _choose(flag, value, valid)
+    try:
+        return backend_class(family, flag, value)
+    except ConnectorError as error:
+        raise typer.BadParameter(str(error), param_hint=flag) from error
+
+
+def _chunkers() -> list[str]:
+    """The ``--chunker`` values: every chunking stage, and ``none`` (a whole file is one passage)."""
+    from rag_integration.feature_groups.rag_pipeline import STAGES, BaseChunker
+
+    return [*(str(stage.BACKEND) for stage in STAGES if issubclass(stage, BaseChunker)), "none"]
+
+
+def _check_paths(paths: Sequence[Path], flag: str) -> None:
+    """A usage error naming ``flag`` for a path that can name no file (``files.missing``): checked before any
+    folder is walked."""
+    from rag_integration.core.documents.files import missing
+    from rag_integration.feature_groups.rag_pipeline.documents.file_source import SUFFIXES
+
+    for path in paths:
+        expected = missing(str(path), SUFFIXES)
+        if expected is not None:
+            raise typer.BadParameter(f"got {str(path)!r}: expected {expected}", param_hint=flag)
 
 
 FILES_CACHE_STORES = 8
@@ -609,18 +701,18 @@ def evaluate_command(
     """Evaluate retrieve backends (each optionally followed by --rerank) on a test collection."""
     from rag_integration.evaluation import evaluate, load_dataset
     from rag_integration.evaluation.metrics import read_metrics
-    from rag_integration.evaluation.run import backend_class, default_index_dir
+    from rag_integration.evaluation.run import default_index_dir
 
     chosen = _split_list(backends_list, "retrieve backends")
     metric_names = _split_list(metrics, "metrics")
     try:
         read_metrics(metric_names, "--metrics")
-        for name in chosen:
-            backend_class("retrieve", "--backends", name)
-        if rerank is not None:
-            backend_class("rerank", "--rerank", rerank)
     except ConnectorError as error:
         raise typer.BadParameter(str(error)) from error
+    for name in chosen:
+        _backend("retrieve", "--backends", name)
+    if rerank is not None:
+        _backend("rerank", "--rerank", rerank)
     extra = _parse_options(option or [])
     folder = index_dir if index_dir is not None else default_index_dir()
     results = {}

@@ -218,3 +218,120 @@ def test_search_explain_says_why_each_passage_ranked(tmp_path: Path) -> None:
     assert "why" in table.stdout and "was #1" in table.stdout
     plain = RUNNER.invoke(app, common)
     assert "why" not in plain.stdout
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "oil.md").write_text("Change the engine oil every 10,000 km.\n\nCheck the tyres monthly.\n")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragments"),
+    [
+        (["ask", "oil?", "--chunker", "sentences"], ["--chunker", "'sentence'", "did you mean 'sentence'?"]),
+        (["search", "oil", "--chunker", "paragraf"], ["--chunker", "'fixed', 'none', 'paragraph', 'sentence'"]),
+        (["ask", "oil?", "--backend", "bm25"], ["--backend", "'bm25s'", "did you mean 'bm25s'?"]),
+        (["search", "oil", "--rerank", "lexicl"], ["--rerank", "did you mean 'lexical'?"]),
+        (["ask", "oil?", "--generate", "extractiv"], ["--generate", "did you mean 'extractive'?"]),
+        (["ask", "oil?", "--on-error", "rows"], ["--on-error", "'raise', 'row'", "did you mean 'row'?"]),
+        (["ask", "oil?", "--backend", "vector_store"], ["--backend", "--index-dir"]),
+        (["search", "oil", "--backend", "vector_store"], ["--backend", "--index-dir"]),
+        (["ask", "oil?", "--flashrank-model-dir", "models"], ["--flashrank-model-dir", "--rerank flashrank"]),
+        (
+            ["search", "oil", "--rerank", "lexical", "--flashrank-model-dir", "models"],
+            ["--flashrank-model-dir", "--rerank is lexical"],
+        ),
+    ],
+)
+def test_a_wrong_value_of_a_choice_is_a_usage_error_listing_the_valid_ones(
+    docs: Path, arguments: list[str], fragments: list[str]
+) -> None:
+    result = RUNNER.invoke(app, [*arguments, "--files", str(docs), "--no-progress", "--no-cache"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("rag-integration: usage error:") and result.stderr.count("\n") == 1
+    assert all(fragment in result.stderr for fragment in fragments), result.stderr
+    assert "check the spelling" not in result.stderr
+
+
+@pytest.mark.parametrize("command", [["ask", "oil?"], ["search", "oil"]])
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("nonexistent/", "expected an existing file, folder or glob"),
+        ("nowhere/*.md", "expected a glob whose folder 'nowhere' exists"),
+        ("photo.png", "expected a folder, a glob or a file ending in .txt"),
+    ],
+)
+def test_files_that_cannot_name_a_file_are_a_usage_error_naming_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str], given: str, expected: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "photo.png").write_bytes(b"\x89PNG")
+    result = RUNNER.invoke(app, [*command, "--files", given, "--no-progress", "--no-cache"])
+    assert result.exit_code == 2, result.output
+    assert "--files" in result.stderr and expected in result.stderr and "'paths'" not in result.stderr
+
+
+def test_index_refuses_what_it_cannot_build_with_a_usage_error(docs: Path, tmp_path: Path) -> None:
+    store = ["--index-dir", str(tmp_path / "store"), "--no-progress"]
+    model = RUNNER.invoke(app, ["index", str(docs), *store, "--embedding-model", "multilingual-e5-small"])
+    assert model.exit_code == 2, model.output
+    assert "--embedding-model" in model.stderr and "'hash', 'minilm'" in model.stderr
+    assert "not an option" not in model.stderr
+    chunker = RUNNER.invoke(app, ["index", str(docs), *store, "--embedding-model", "hash", "--chunker", "sentences"])
+    assert chunker.exit_code == 2 and "did you mean 'sentence'?" in chunker.stderr
+    missing = RUNNER.invoke(app, ["index", str(tmp_path / "nothing"), *store, "--embedding-model", "hash"])
+    assert missing.exit_code == 2 and "PATHS" in missing.stderr
+
+
+def test_index_help_names_every_file_type_the_files_source_reads() -> None:
+    from rag_integration.cli import FILE_TYPES
+    from rag_integration.feature_groups.rag_pipeline.documents.file_source import SUFFIXES
+
+    assert [name.split()[0] for name in FILE_TYPES.split(", ")] == list(SUFFIXES)
+    result = RUNNER.invoke(app, ["index", "--help"], terminal_width=400)
+    assert ".pdf" in result.stdout and ".docx" in result.stdout
+
+
+def test_a_store_is_asked_with_the_model_it_was_built_with(docs: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    built = RUNNER.invoke(app, ["index", str(docs), "--index-dir", str(store), "--embedding-model", "hash"])
+    assert built.exit_code == 0, built.output
+    same = ["ask", "How often should the engine oil be changed?", "--index-dir", str(store), "--no-progress"]
+    answered = RUNNER.invoke(app, [*same, "--embedding-model", "hash"])
+    assert answered.exit_code == 0 and "Change the engine oil every 10,000 km. [1]" in answered.stdout
+    other = RUNNER.invoke(app, [*same, "--embedding-model", "minilm"])
+    assert other.exit_code == 1 and "IndexMismatchError" in other.stderr and "embedding_model" in other.stderr
+
+
+def test_flashrank_reads_the_model_folder_given_on_the_command_line(docs: Path, tmp_path: Path) -> None:
+    pytest.importorskip("flashrank")
+    from rag_integration.testing.tiny_flashrank import build_tiny_flashrank_model
+
+    question = "How often should the engine oil be changed?"
+    build_tiny_flashrank_model(tmp_path / "models", [question, *(path.read_text() for path in docs.iterdir())])
+    arguments = ["--files", str(docs), "--rerank", "flashrank", "--flashrank-model-dir", str(tmp_path / "models")]
+    result = RUNNER.invoke(app, ["ask", question, *arguments, "--no-progress", "--no-cache"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("Change the engine oil every 10,000 km. [1]")
+    searched = RUNNER.invoke(app, ["search", "engine oil", *arguments, "--json", "--no-cache"])
+    assert searched.exit_code == 0, searched.output
+    assert json.loads(searched.stdout)[0]["passages"][0]["doc_id"].endswith("oil.md")
+    absent = RUNNER.invoke(app, ["ask", question, *arguments[:-1], str(tmp_path / "none"), "--no-progress"])
+    assert absent.exit_code == 1 and "flashrank_model_dir" in absent.stderr and "none" in absent.stderr
+
+
+def test_index_counts_the_files_it_did_not_read_and_lists_them_with_verbose(docs: Path, tmp_path: Path) -> None:
+    (docs / "photo.png").write_bytes(b"\x89PNG")
+    arguments = ["index", str(docs), "--index-dir", str(tmp_path / "store"), "--embedding-model", "hash"]
+    result = RUNNER.invoke(app, [*arguments, "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == "skipped 1 file(s) not read (--verbose lists them)\n"
+    listed = RUNNER.invoke(app, [*arguments, "--no-progress", "--verbose"])
+    assert listed.stderr.splitlines() == [
+        "skipped 1 file(s) not read",
+        f"  {docs / 'photo.png'}: not a file type read here (.png)",
+    ]

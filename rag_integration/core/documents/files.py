@@ -128,7 +128,7 @@ def find_files(patterns: Sequence[str], rules: FileRules) -> list[FoundFile]:
 
 def _find(pattern: str, rules: FileRules) -> list[FoundFile]:
     path = Path(pattern)
-    if any(char in GLOB_MAGIC for char in pattern):
+    if is_glob(pattern):
         return _glob(pattern, rules)
     if path.is_dir():
         files = _walk(path, rules, lambda relative: True, max_depth=None)
@@ -141,15 +141,39 @@ def _find(pattern: str, rules: FileRules) -> list[FoundFile]:
     raise InvalidOptionError(rules.option, pattern, "an existing file, folder or glob matching supported files")
 
 
+def missing(pattern: str, suffixes: Sequence[str]) -> str | None:
+    """Why ``pattern`` can name no file, found without walking a folder (a caller's early usage check): a path
+    that does not exist, a file of a type not read (``suffixes``), a glob whose leading folder does not exist;
+    None when it may name files. What a walk finds is ``find_files``'s to say."""
+    if is_glob(pattern):
+        root, _ = _glob_parts(pattern)
+        return None if root.is_dir() else f"a glob whose folder {str(root)!r} exists"
+    path = Path(pattern)
+    if not os.path.lexists(path):
+        return "an existing file, folder or glob"
+    if not path.is_dir() and path.suffix.lower() not in suffixes:
+        return "a folder, a glob or a file ending in " + ", ".join(suffixes)
+    return None
+
+
+def is_glob(pattern: str) -> bool:
+    """Whether ``pattern`` holds a wildcard (``*``, ``?``, ``[``)."""
+    return any(char in GLOB_MAGIC for char in pattern)
+
+
+def _glob_parts(pattern: str) -> tuple[Path, tuple[str, ...]]:
+    """A glob's leading folder (its parts without wildcards; ``.`` when none) and the parts matched below it."""
+    parts = Path(pattern).parts
+    fixed = next(position for position, part in enumerate(parts) if any(char in GLOB_MAGIC for char in part))
+    return (Path(*parts[:fixed]) if fixed else Path(".")), parts[fixed:]
+
+
 def _glob(pattern: str, rules: FileRules) -> list[FoundFile]:
     """A glob's files: its leading folder (the parts without wildcards) walked once, the rest matched per part.
 
     Each file is named by its path inside that folder, as a folder walk names it, so ``docs/**/*.md`` keeps
     ``a/README.md`` and ``b/README.md`` apart."""
-    parts = Path(pattern).parts
-    fixed = next(position for position, part in enumerate(parts) if any(char in GLOB_MAGIC for char in part))
-    root = Path(*parts[:fixed]) if fixed else Path(".")
-    wanted = parts[fixed:]
+    root, wanted = _glob_parts(pattern)
     if not root.is_dir():
         raise InvalidOptionError(rules.option, pattern, "an existing file, folder or glob matching supported files")
     max_depth = None if "**" in wanted else len(wanted)
