@@ -111,11 +111,13 @@ class FileRules:
 
 @dataclass(frozen=True, slots=True)
 class FoundFile:
-    """A file to read: ``real`` (resolved and checked) is opened; ``shown`` is the path as found, ``name`` its id."""
+    """A file to read: ``real`` (resolved and checked) is opened; ``shown`` is the path as found, ``name`` its id;
+    ``named`` when a pattern named it on its own (not found in a folder or by a glob)."""
 
     real: Path
     shown: Path
     name: str
+    named: bool = False
 
 
 def find_files(patterns: Sequence[str], rules: FileRules) -> list[FoundFile]:
@@ -137,7 +139,7 @@ def _find(pattern: str, rules: FileRules) -> list[FoundFile]:
         if path.suffix.lower() not in rules.suffixes:
             raise InvalidOptionError(rules.option, pattern, "files ending in " + ", ".join(rules.suffixes))
         root = path.parent.resolve()
-        return [FoundFile(_checked(path, root, rules), path, path.name)]
+        return [FoundFile(_checked(path, root, rules), path, path.name, named=True)]
     raise InvalidOptionError(rules.option, pattern, "an existing file, folder or glob matching supported files")
 
 
@@ -300,7 +302,20 @@ def read_named_file(path: Path, option: str, max_bytes: int) -> bytes:
     if any(real.is_relative_to(pseudo) for pseudo in PSEUDO_FILESYSTEMS):
         raise UnsafePathError(option, str(path), f"a regular file, not the pseudo-file {real}")
     rules = FileRules(suffixes=(), follow_symlinks=True, max_file_bytes=max_bytes, option=option, size_option=None)
-    return read_file_bytes(FoundFile(real, path, path.name), rules)
+    return read_file_bytes(FoundFile(real, path, path.name, named=True), rules)
+
+
+def skip_unreadable(file: FoundFile, error: InvalidOptionError, rules: FileRules) -> bool:
+    """Whether a reader's refusal of ``file`` as a whole (``error`` about the file's option, ``rules.option``, with
+    the file as its value: text not in the encoding, a damaged or locked PDF, a damaged .docx) was recorded in
+    ``SKIPPED_FILES`` with its reason, so that one such file does not stop the others being read: so for a file a
+    folder or glob held. Not for a file named on its own, an error about a record inside the file (its value
+    ``file:line``) or one about another option: those stay the caller's to raise."""
+    if file.named or error.option != rules.option or error.value != str(file.shown):
+        return False
+    _, found, expected = str(error).partition(": expected ")
+    SKIPPED_FILES.record(file.shown, f"not readable: expected {expected}" if found else f"not readable: {error}")
+    return True
 
 
 def _too_large(file: FoundFile, rules: FileRules) -> InvalidOptionError:
