@@ -272,7 +272,14 @@ def search(
             help="the embedding model: with --index-dir the one the store was built with ('minilm' or 'hash')"
         ),
     ] = "minilm",
-    as_json: Annotated[bool, typer.Option("--json", help="print the passages as JSON")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="print one JSON array: per query its passages, each with its metadata (the file as 'source', "
+            "'line_start'/'line_end' or 'page', 'chunk_index')",
+        ),
+    ] = False,
     progress: ProgressOption = True,
     cache: CacheOption = True,
     rerank: Annotated[
@@ -289,10 +296,14 @@ def search(
     same (or a slightly changed) folder embeds and analyses only what is new."""
     options, groups = _retrieval(list(query), top_k, index_dir, files, backend, chunker, embedding_model, cache)
     feature = "retrieved_passages"
+    if as_json:
+        options["return_metadata"] = True  # where each passage comes from
     _check_flashrank_dir(rerank, flashrank_model_dir)
     if rerank is not None:
         groups.add(_backend("rerank", "--rerank", rerank))
         feature, options = _reranked(options, rerank, top_k, flashrank_model_dir)
+        if as_json:
+            options["return_metadata"] = True
     if explain:
         options["explain"] = True
     _forget_file_reports()
@@ -384,7 +395,10 @@ def ask(
     files: Annotated[list[Path] | None, typer.Option(help="files, folders or globs to ask (repeatable)")] = None,
     index_dir: Annotated[Path | None, typer.Option(help="a store written by `rag-integration index`")] = None,
     questions: Annotated[
-        Path | None, typer.Option(help="a file of questions: one per line, or JSON Lines with a 'question'")
+        Path | None,
+        typer.Option(
+            help="a file of questions: one per line, or JSON Lines with a 'question' (or 'query', 'text') key"
+        ),
     ] = None,
     backend: Annotated[str, typer.Option(help="retrieve backend for --files")] = "bm25s",
     chunker: Annotated[
@@ -401,9 +415,14 @@ def ask(
         ),
     ] = "overlap",
     top_k: Annotated[int, typer.Option(min=1, help="passages the answer is drawn from")] = 3,
-    language: Annotated[str, typer.Option(help="an ISO 639-1 code, or 'auto' to detect each text's")] = "auto",
+    language: Annotated[
+        str, typer.Option(help="the texts' language as an ISO 639-1 code, or 'auto': detected for each text")
+    ] = "auto",
     embedding_model: Annotated[
-        str, typer.Option(help="embedding model of a dense --backend or --index-dir")
+        str,
+        typer.Option(
+            help="embedding model of a dense --backend; with --index-dir the one `index` built the store with"
+        ),
     ] = "minilm",
     llm_base_url: Annotated[str | None, typer.Option(help="--generate llm: the chat-completions server")] = None,
     llm_model: Annotated[str | None, typer.Option(help="--generate llm: the model name")] = None,
@@ -411,13 +430,22 @@ def ask(
         str | None, typer.Option(help="--generate llm: the environment variable holding the API key")
     ] = None,
     on_error: Annotated[str, typer.Option(help="'raise' stops at a failing question; 'row' reports it")] = "raise",
-    as_json: Annotated[bool, typer.Option("--json", help="print each answer's row as JSON")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="print one JSON array, an object per question: question, answer, citations, sources ('reason' when "
+            "empty, 'error' when it failed, 'unsupported' with --generate llm)",
+        ),
+    ] = False,
     verbose: VerboseOption = False,
     progress: ProgressOption = True,
     cache: CacheOption = True,
 ) -> int:
     """Answer a question from your files (--files) or a persisted index (--index-dir): the answer with its [n]
-    markers, then each cited source with its file, chunk, page or lines and the sentence quoted from it."""
+    markers, then each cited source with its file, chunk, page or lines and the sentence quoted from it (with
+    --generate llm: the model's claim it was checked against). Exit codes: 0 answered (an empty answer says why),
+    1 a failure (a question that failed under --on-error row included), 2 a usage error."""
     from mloda.user import Feature, Options
 
     from rag_integration.ask import MAX_QUESTIONS_BYTES, answer_of, print_answers, read_questions

@@ -335,3 +335,13 @@ def test_index_counts_the_files_it_did_not_read_and_lists_them_with_verbose(docs
         "skipped 1 file(s) not read",
         f"  {docs / 'photo.png'}: not a file type read here (.png)",
     ]
+
+
+def test_search_json_says_where_each_passage_comes_from(docs: Path) -> None:
+    arguments = ["search", "engine oil", "--files", str(docs), "--chunker", "paragraph", "--json", "--no-cache"]
+    for rerank in ([], ["--rerank", "lexical"]):
+        result = RUNNER.invoke(app, [*arguments, *rerank])
+        assert result.exit_code == 0, result.output
+        passage = json.loads(result.stdout)[0]["passages"][0]
+        assert passage["metadata"]["source"] == str(docs / "oil.md")
+        assert (passage["metadata"]["line_start"], passage["metadata"]["line_end"]) == (1, 1)
