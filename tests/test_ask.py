@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,9 @@ def test_the_question_is_answered_from_the_right_file_with_its_page(
     assert code == 0, err
     answer, sources = out.split("\n\n", 1)
     assert answer.strip() == f"{OIL} [1]"
-    assert sources.splitlines()[0] == f"[1] {folder / 'manual.pdf'}, “Car manual”, page 2, chunk 1"
+    assert re.fullmatch(
+        rf"\[1\] {re.escape(str(folder / 'manual.pdf'))}, “Car manual”, page 2, chunk \d+", sources.splitlines()[0]
+    )
     assert f"“{OIL}”" in sources
     assert "skipped 1 file(s) not read (--verbose lists them)" in err
 

@@ -44,7 +44,7 @@ def fresh_script(chat_server: FakeChatServer) -> None:
 def folder(tmp_path: Path) -> Path:
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "acme.md").write_text(f"# Acme\n\n{FOUNDED}\n\n## Operations\n\n{ROLLBACK}\n", encoding="utf-8")
+    (docs / "acme.md").write_text(f"{FOUNDED}\n\n{ROLLBACK}\n", encoding="utf-8")
     return docs
 
 
