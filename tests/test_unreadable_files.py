@@ -60,14 +60,6 @@ def test_a_file_named_on_the_command_line_is_still_the_typed_error(
     assert code == 1 and "InvalidOptionError" in err and "mietvertrag.txt" in err and "utf-8" in err
 
 
-NEEDS_FILE_SOURCE = pytest.mark.xfail(
-    strict=True,
-    reason="needs FileDocumentSource.load (feature_groups/rag_pipeline/documents/file_source.py, not this change's "
-    "file) to call files.skip_unreadable when _read_file raises InvalidOptionError: remove this mark with that change",
-)
-
-
-@NEEDS_FILE_SOURCE
 def test_ask_skips_an_unreadable_file_in_a_folder_and_answers_from_the_others(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -84,7 +76,6 @@ def test_ask_skips_an_unreadable_file_in_a_folder_and_answers_from_the_others(
     assert f"  {folder / 'broken.pdf'}: not readable: expected a readable PDF (" in err
 
 
-@NEEDS_FILE_SOURCE
 def test_index_skips_an_unreadable_file_in_a_folder_and_says_so(
     folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -18,6 +18,7 @@ from rag_integration.core.documents.files import (
     FoundFile,
     find_files,
     read_file_bytes,
+    skip_unreadable,
 )
 from rag_integration.core.documents.html_text import html_text
 from rag_integration.core.documents.office_text import docx_text, pdf_pages
@@ -61,7 +62,9 @@ class FileDocumentSource(BaseDocumentSource):
     """``document_source="files"``: ``paths`` (str or list); a .txt/.md/.rst file is one document (with its
     ``line_start`` and ``line_end``), an .html page or a .docx one document of its text with its ``title``, a .pdf
     page one document with its ``page``, a .jsonl line or a .csv row one document (``text_field``, ``id_field``);
-    every document records its file in ``source``. A file that is not read is recorded in ``SKIPPED_FILES``.
+    every document records its file in ``source``. A file that is not read is recorded in ``SKIPPED_FILES``: one of
+    another type, and one a folder or glob held whose content cannot be read (text not in ``encoding``, a damaged
+    PDF or .docx); a file named on its own that cannot be read, or a malformed record, is an ``InvalidOptionError``.
     Folders are untrusted (``core.documents.files``): ``follow_symlinks`` (default False) and ``max_file_bytes`` bound them."""
 
     BACKEND: ClassVar[str | None] = "files"
@@ -79,7 +82,11 @@ class FileDocumentSource(BaseDocumentSource):
         for file in find_files([paths] if isinstance(paths, str) else paths, rules):
             data = read_file_bytes(file, rules)
             READ_FILES.record(file.real, data)
-            documents.extend(_read_file(file, data, settings))
+            try:
+                documents.extend(_read_file(file, data, settings))
+            except InvalidOptionError as error:
+                if not skip_unreadable(file, error, rules):
+                    raise
         return documents
 
 
