@@ -189,8 +189,8 @@ def index(
     embedding_model: Annotated[
         str,
         typer.Option(
-            help="'minilm' (default) or 'hash', the models an embedding stage embeds with; `ask`/`search "
-            "--index-dir` must name the same one"
+            help="'minilm' (default, English), 'multilingual-e5-small' (any language; the multilingual extra) or "
+            "'hash'; `ask`/`search --index-dir` read the store with the same one"
         ),
     ] = "minilm",
     chunker: Annotated[str, typer.Option(help="'sentence', 'paragraph', 'fixed' or 'none'")] = "sentence",
@@ -267,11 +267,12 @@ def search(
     chunker: Annotated[str, typer.Option(help="chunking for --files: sentence, paragraph, fixed or none")] = "none",
     top_k: Annotated[int, typer.Option(min=1, help="passages per query")] = 5,
     embedding_model: Annotated[
-        str,
+        str | None,
         typer.Option(
-            help="the embedding model: with --index-dir the one the store was built with ('minilm' or 'hash')"
+            help="the embedding model of a dense --backend (default 'minilm'); with --index-dir the store's own "
+            "by default"
         ),
-    ] = "minilm",
+    ] = None,
     as_json: Annotated[
         bool,
         typer.Option(
@@ -348,6 +349,29 @@ def _why(explanation: dict[str, Any]) -> str:
     return ", ".join(parts) or str(explanation.get("kind", ""))
 
 
+DEFAULT_EMBEDDING_MODEL = "minilm"
+
+
+def _store_model(index_dir: Path) -> str:
+    """The embedding stage a store was built with, found by its manifest's model id among the stages whose extra is
+    installed; ``minilm`` when none matches, so the retriever's own check names what the store holds."""
+    from rag_integration.core.extras import modules_installed
+    from rag_integration.core.indexes.embedders import get_embedder
+    from rag_integration.core.indexes.store import current_version
+    from rag_integration.feature_groups.rag_pipeline.embedding import EMBEDDING_STAGES
+
+    try:
+        version = current_version(index_dir)
+    except ConnectorError:
+        return DEFAULT_EMBEDDING_MODEL
+    stored = None if version is None else version.claim.settings.get("embedding_model")
+    for stage in EMBEDDING_STAGES:
+        name = str(stage.BACKEND)
+        if stored is not None and modules_installed(stage.REQUIRED_MODULES) and get_embedder(name).model_id == stored:
+            return name
+    return DEFAULT_EMBEDDING_MODEL
+
+
 def _retrieval(
     queries: list[str],
     top_k: int,
@@ -355,7 +379,7 @@ def _retrieval(
     files: list[Path] | None,
     backend: str,
     chunker: str,
-    embedding_model: str,
+    embedding_model: str | None,
     cache: bool,
     language: str | None = None,
 ) -> tuple[dict[str, Any], set[type[Any]]]:
@@ -368,7 +392,8 @@ def _retrieval(
     options: dict[str, Any] = {"query_text": queries, "top_k": top_k}
     if index_dir is not None:
         _warn_if_stale(index_dir)
-        options |= {"retrieve_backend": "vector_store", "index_dir": str(index_dir), "embedding_model": embedding_model}
+        model = embedding_model or _store_model(index_dir)
+        options |= {"retrieve_backend": "vector_store", "index_dir": str(index_dir), "embedding_model": model}
         return options, {VectorStoreRetriever}
     _check_paths(files or [], "--files")
     _choose("--chunker", chunker, _chunkers())
@@ -383,7 +408,7 @@ def _retrieval(
         options["index_dir"] = str(files_cache_dir())
     declared = retriever.declared_options()
     if "embedding_model" in declared:
-        options["embedding_model"] = embedding_model
+        options["embedding_model"] = embedding_model or DEFAULT_EMBEDDING_MODEL
     if language is not None and "language" in declared:
         options["language"] = language
     return options, {*STAGES, retriever}
@@ -419,11 +444,12 @@ def ask(
         str, typer.Option(help="the texts' language as an ISO 639-1 code, or 'auto': detected for each text")
     ] = "auto",
     embedding_model: Annotated[
-        str,
+        str | None,
         typer.Option(
-            help="embedding model of a dense --backend; with --index-dir the one `index` built the store with"
+            help="the embedding model of a dense --backend (default 'minilm'); with --index-dir the store's own "
+            "by default"
         ),
-    ] = "minilm",
+    ] = None,
     llm_base_url: Annotated[str | None, typer.Option(help="--generate llm: the chat-completions server")] = None,
     llm_model: Annotated[str | None, typer.Option(help="--generate llm: the model name")] = None,
     llm_api_key_env: Annotated[

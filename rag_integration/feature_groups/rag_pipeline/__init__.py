@@ -23,6 +23,7 @@ from rag_integration.feature_groups.rag_pipeline.embedding import (
     BaseEmbeddingStage,
     HashEmbeddingStage,
     MiniLMEmbeddingStage,
+    MultilingualE5EmbeddingStage,
 )
 from rag_integration.feature_groups.rag_pipeline.retrieval import VectorStoreRetriever
 from rag_integration.feature_groups.rag_pipeline.vector_store import BaseVectorStore, FaissVectorStore
@@ -37,6 +38,7 @@ STAGES = (
     NormalizedDeduplicator,
     HashEmbeddingStage,
     MiniLMEmbeddingStage,
+    MultilingualE5EmbeddingStage,
     FaissVectorStore,
     VectorStoreRetriever,
 )
@@ -56,6 +58,7 @@ __all__ = [
     "HashEmbeddingStage",
     "InlineDocumentSource",
     "MiniLMEmbeddingStage",
+    "MultilingualE5EmbeddingStage",
     "NormalizedDeduplicator",
     "ParagraphChunker",
     "SentenceChunker",

@@ -16,7 +16,7 @@ from rag_integration.core.indexes.embedders import get_embedder
 from rag_integration.core.indexes.store import intact_claim
 from rag_integration.core.options import OptionReader, OptionSpec, option_keys
 from rag_integration.feature_groups.rag_pipeline.base import StageFeatureGroup, document_row
-from rag_integration.feature_groups.rag_pipeline.embedding import HashEmbeddingStage, MiniLMEmbeddingStage
+from rag_integration.feature_groups.rag_pipeline.embedding import EMBEDDING_STAGES
 from rag_integration.feature_groups.rag_pipeline.vector_store.store import store_claim, write_store
 
 EMBEDDING_KEYS = ("embedding", "embedding_model")
@@ -60,7 +60,7 @@ class BaseVectorStore(StageFeatureGroup):
 
 def _embedded_vectors(documents: Sequence[Document]) -> tuple[np.ndarray[Any, np.dtype[np.float32]], str]:
     models = {doc.metadata.get("embedding_model") for doc in documents}
-    stages = {stage.BACKEND for stage in (HashEmbeddingStage, MiniLMEmbeddingStage)}
+    stages = {stage.BACKEND for stage in EMBEDDING_STAGES}
     if not documents or len(models) != 1 or next(iter(models)) not in stages:
         raise InvalidOptionError("vector_store", sorted(map(str, models)), "rows from one <source>__embedded stage")
     rows = []
