@@ -16,6 +16,7 @@ from rich.padding import Padding
 from rich.text import Text
 
 from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.text.lexical import missing_query_words
 
 MARKER = re.compile(r"\s*\[(\d+)\]")
 MAX_QUESTIONS_BYTES = 16 * 1024 * 1024
@@ -79,11 +80,15 @@ class Answer:
     passages: int = 0
     extra: Mapping[str, Any] = field(default_factory=dict)
     unsupported: tuple[str, ...] | None = None
+    missing_words: tuple[str, ...] = ()
+    """The question's words that name something none of the cited passages holds (``missing_query_words``)."""
 
     def as_json(self) -> dict[str, Any]:
         row: dict[str, Any] = {"question": self.question, "answer": self.text}
         row["citations"] = [source.doc_id for source in self.sources]
         row["sources"] = [source.as_json() for source in self.sources]
+        if self.text:
+            row["missing_words"] = list(self.missing_words)
         if self.unsupported is not None:
             row["unsupported"] = list(self.unsupported)
         if self.reason is not None:
@@ -127,7 +132,11 @@ def answer_of(
             reason = (
                 f"none of the {len(passages)} passages found holds a sentence sharing a content word with the question"
             )
-    return Answer(question, text, sources, reason, passages=len(passages or []), unsupported=unsupported)
+    cited = [str(by_id[doc_id].get("text") or "") for doc_id in citations if doc_id in by_id]
+    missing = tuple(missing_query_words(question, cited)) if text and cited else ()
+    return Answer(
+        question, text, sources, reason, passages=len(passages or []), unsupported=unsupported, missing_words=missing
+    )
 
 
 def error_of(error: object) -> dict[str, str]:
@@ -255,6 +264,11 @@ def print_answers(answers: Sequence[Answer], out: Console) -> None:
             out.print(Text(f"No answer: {answer.reason}.", style="yellow"))
             continue
         out.print(Text(answer.text))
+        if answer.missing_words:
+            words = ", ".join(answer.missing_words)
+            out.print(
+                Text(f"(not in the cited passages: {words}; the answer may not be about what was asked)", "yellow")
+            )
         if answer.unsupported:
             dropped = len(answer.unsupported)
             out.print(Text(f"({dropped} sentence(s) the model wrote were dropped: no passage supports them)", "yellow"))

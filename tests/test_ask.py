@@ -240,7 +240,7 @@ def test_piped_output_is_never_wrapped(tmp_path: Path, capsys: pytest.CaptureFix
     code, out, _ = ask(capsys, "What tyre pressure for the front tyres?", "--files", str(tmp_path))
     assert code == 0 and len(LONG) > 160
     assert out.splitlines()[0] == f"{LONG} [1]"  # `| head -1` gets the whole answer, its marker included
-    assert out.splitlines()[3] == f"    “{LONG}”"
+    assert out.split("\n\n", 1)[1].splitlines()[1] == f"    “{LONG}”"
 
 
 def test_in_a_narrow_terminal_a_quote_keeps_its_indent_on_every_line() -> None:
@@ -255,3 +255,17 @@ def test_in_a_narrow_terminal_a_quote_keeps_its_indent_on_every_line() -> None:
     quote = out.getvalue().split("[1] tyres.md, line 3\n", 1)[1].splitlines()
     assert len(quote) > 3 and all(line.startswith("    ") and line[4] != " " for line in quote)
     assert " ".join(line.strip() for line in quote) == f"“{LONG}”"
+
+
+def test_an_answer_says_which_words_of_the_question_its_sources_do_not_hold(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = ask(capsys, "How often should the winter tyres be rotated?", "--files", str(folder))
+    assert code == 0, err
+    assert out.startswith("Rotate the tyres every 8,000 km. [1]\n(not in the cited passages: winter; ")
+    code, out, err = ask(capsys, "How often should the engine oil be changed?", "--files", str(folder), "--json")
+    assert code == 0, err
+    assert json.loads(out)[0]["missing_words"] == []
+    code, out, err = ask(capsys, "Are roses pruned by a gardener?", "--files", str(folder), "--json")
+    assert code == 0, err
+    assert json.loads(out)[0]["missing_words"] == ["gardener"]
