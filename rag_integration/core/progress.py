@@ -67,7 +67,8 @@ def _live_display() -> Iterator[Progress]:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    display = Progress(*columns, console=Console(stderr=True))
+    console = Console(stderr=True)
+    display = Progress(*columns, console=console, transient=console.is_terminal)  # a terminal keeps the result only
     with _DISPLAY_LOCK:
         previous, _display = _display, display
     display.start()
