@@ -512,7 +512,7 @@ def test_a_replaced_version_ages_from_when_it_stopped_being_live(tmp_path: Path)
 
 
 def test_a_slow_writers_staging_folder_is_left_and_a_crashed_ones_removed(tmp_path: Path) -> None:
-    slow, crashed = tmp_path / ".staging-slow", tmp_path / ".staging-crashed"
+    slow, crashed = tmp_path / ".staging-slow0001", tmp_path / ".staging-crash001"  # named as mkdtemp names them
     for folder, age in ((slow, 600), (crashed, 2 * 24 * 3600)):
         folder.mkdir()
         (folder / "a").write_text("partial")
@@ -630,3 +630,22 @@ def test_an_index_measures_itself_without_serialising(monkeypatch: pytest.Monkey
     assert approximate_bytes(hybrid) > 50 * 16 * 4
     store = VectorStore(flat, [Document("d", "text")], {}, "v-1")
     assert approximate_bytes(store) == 50 * 16 * 4 + len("d") + len("text")
+
+
+def test_a_store_never_removes_folders_it_did_not_write(tmp_path: Path) -> None:
+    """``--index-dir`` may name a project folder: its own ``v-2`` or ``v-1.0`` folders are not old versions."""
+    mine = [tmp_path / "v-2", tmp_path / "v-1.0", tmp_path / "v-notes", tmp_path / ".staging-x"]
+    for folder in mine:
+        folder.mkdir()
+        (folder / "NOTES.txt").write_text("release notes")
+    (tmp_path / "v-notes" / MANIFEST_FILE).write_text('{"format": "someone-else"}')
+    old = time.time() - 10 * 24 * 3600
+    for folder in mine:
+        os.utime(folder, (old, old))
+    for n in range(3):
+        write_store(
+            tmp_path, StoreClaim("test", {"n": n}, "f"), lambda staging: (staging / "a").write_text("x"), keep=1
+        )
+    assert all((folder / "NOTES.txt").read_text() == "release notes" for folder in mine)
+    ours = [entry.name for entry in tmp_path.iterdir() if (entry / MANIFEST_FILE).is_file() and entry not in mine]
+    assert len(ours) == 1 and current_version(tmp_path) is not None

@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag_integration.core.documents.files import read_regular_file
-from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
+from rag_integration.core.errors import ConnectorError, IndexMismatchError, InvalidOptionError
 
 try:
     import fcntl
@@ -54,6 +54,8 @@ STALE_STAGING_SECONDS = 24 * 3600.0
 """A staging folder untouched for this long was left by a crashed writer; a slow writer may still be filling a
 younger one, so only older ones are removed."""
 _VERSION_NAME = re.compile(r"v-[A-Za-z0-9_]{1,64}")
+_STAGING_NAME = re.compile(r"\.staging-[a-z0-9_]{8}")
+"""A staging folder as ``tempfile.mkdtemp`` names it: a crashed writer's leftover, removed once stale."""
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _READ_ATTEMPTS = 3
 _HASH_CHUNK = 1024 * 1024
@@ -170,9 +172,9 @@ def _remove_stale(folder: Path, live: str, keep: int | None = None) -> None:
             modified = entry.stat(follow_symlinks=False).st_mtime
         except OSError:
             continue
-        if entry.name.startswith("v-") and entry.name != live:
+        if entry.name != live and _written_here(Path(entry.path)):
             replaced.append((modified, entry))
-        elif entry.name.startswith(".staging-") and modified < now - STALE_STAGING_SECONDS:
+        elif _STAGING_NAME.fullmatch(entry.name) and modified < now - STALE_STAGING_SECONDS:
             shutil.rmtree(entry.path, ignore_errors=True)
     replaced.sort(key=lambda item: (-item[0], item[1].name))
     for position, (modified, entry) in enumerate(replaced):
@@ -180,6 +182,18 @@ def _remove_stale(folder: Path, live: str, keep: int | None = None) -> None:
             _remove_unless_read(Path(entry.path))
         elif keep is None and modified < now - STALE_SECONDS:
             shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _written_here(version: Path) -> bool:
+    """Whether ``version`` is a version this module wrote: a version name holding a manifest of this store format.
+    A folder of the user's that happens to be called ``v-2`` is never taken for one, so never removed."""
+    if not _VERSION_NAME.fullmatch(version.name):
+        return False
+    try:
+        manifest = json.loads(_read_small(version / MANIFEST_FILE, MAX_MANIFEST_BYTES))
+    except (OSError, ValueError, RecursionError, ConnectorError):
+        return False
+    return isinstance(manifest, dict) and manifest.get("format") == STORE_FORMAT
 
 
 def _remove_unless_read(version: Path) -> None:
