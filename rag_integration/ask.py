@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
 
+from rag_integration.console import printable
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.text.lexical import missing_query_words
 
@@ -256,16 +257,18 @@ def print_answers(answers: Sequence[Answer], out: Console) -> None:
         if position:
             out.print()
         if len(answers) > 1:
-            out.print(Text(answer.question, style="bold"))
+            out.print(Text(printable(answer.question), style="bold"))
         if answer.error is not None:
-            out.print(Text(f"error: {answer.error.get('type', 'Error')}: {answer.error.get('message', '')}", "red"))
+            out.print(
+                Text(printable(f"error: {answer.error.get('type', 'Error')}: {answer.error.get('message', '')}"), "red")
+            )
             continue
         if not answer.text:
             out.print(Text(f"No answer: {answer.reason}.", style="yellow"))
             continue
-        out.print(Text(answer.text))
+        out.print(Text(printable(answer.text)))
         if answer.missing_words:
-            words = ", ".join(answer.missing_words)
+            words = printable(", ".join(answer.missing_words))
             out.print(
                 Text(f"(not in the cited passages: {words}; the answer may not be about what was asked)", "yellow")
             )
@@ -274,11 +277,13 @@ def print_answers(answers: Sequence[Answer], out: Console) -> None:
             out.print(Text(f"({dropped} sentence(s) the model wrote were dropped: no passage supports them)", "yellow"))
         out.print()
         for source in answer.sources:
-            out.print(Text(f"[{source.number}] ", style="bold") + Text(source.where()))
+            out.print(Text(f"[{source.number}] ", style="bold") + Text(printable(source.where())))
             for quote in source.quotes:
-                _indented(out, Text(f"“{quote}”", style="dim"))
+                _indented(out, Text(printable(f"“{quote}”"), style="dim"))
             for claim in source.claims:
-                _indented(out, Text("the model's claim from it: ", style="italic") + Text(claim, style="dim"))
+                _indented(
+                    out, Text("the model's claim from it: ", style="italic") + Text(printable(claim), style="dim")
+                )
 
 
 def _indented(out: Console, text: Text) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -13,22 +14,35 @@ PIPED_WIDTH = 160
 """The columns a table is laid out for when stdout is not a terminal (rich would assume 80)."""
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters other than tab and newline shown escaped (``\\x1b``): a file's escape
+    sequences must not recolour or clear the reader's terminal."""
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+
+
 def console() -> Console:
-    """A console for lines of text: in a terminal it wraps them at the terminal's width; piped or redirected it
+    """A console for lines of text, printed as they are (``[/section]`` or ``:cat:`` in a document is not markup): in a terminal it wraps them at the terminal's width; piped or redirected it
     never wraps (soft wrap), so every line printed is one line of the output, whatever its length."""
     terminal = sys.stdout.isatty()
-    return Console(soft_wrap=not terminal, width=None if terminal else PIPED_WIDTH)
+    return Console(
+        soft_wrap=not terminal, width=None if terminal else PIPED_WIDTH, markup=False, highlight=False, emoji=False
+    )
 
 
 def table_console(out: TextIO | None = None) -> Console:
     """A console for tables: the terminal's width, or ``PIPED_WIDTH`` columns when piped or writing to ``out``."""
     terminal = out is None and sys.stdout.isatty()
-    return Console(file=out, soft_wrap=False, width=None if terminal else PIPED_WIDTH)
+    return Console(
+        file=out, soft_wrap=False, width=None if terminal else PIPED_WIDTH, markup=False, highlight=False, emoji=False
+    )
 
 
 def print_table(header: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO | None = None) -> None:
     """A plain table, to ``out`` or stdout."""
     table = Table(*header, box=None, header_style="bold", pad_edge=False)
     for row in rows:
-        table.add_row(*(str(cell) for cell in row))
+        table.add_row(*(printable(str(cell)) for cell in row))
     table_console(out).print(table)

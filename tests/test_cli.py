@@ -363,3 +363,31 @@ def test_search_json_says_where_each_passage_comes_from(docs: Path) -> None:
         passage = json.loads(result.stdout)[0]["passages"][0]
         assert passage["metadata"]["source"] == str(docs / "oil.md")
         assert (passage["metadata"]["line_start"], passage["metadata"]["line_end"]) == (1, 1)
+
+
+def test_text_from_files_is_printed_as_it_is_never_as_markup_or_terminal_codes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rag_integration.cli import main
+
+    docs = tmp_path / "My [bold] docs"
+    docs.mkdir()
+    (docs / "pump.txt").write_text("To close the section type [/section] after the pump settings.\n")
+    (docs / "valve.txt").write_text("The \x1b[31mred\x1b[0m valve controls the boiler pressure.\x1b[2J\n")
+    store = tmp_path / "idx_[/old]"
+    assert main(["search", "pump settings", "--files", str(docs / "pump.txt"), "--no-progress", "--no-cache"]) == 0
+    assert "[/section]" in capsys.readouterr().out
+    assert main(["ask", "What controls the boiler pressure?", "--files", str(docs / "valve.txt"), "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "The \\x1b[31mred\\x1b[0m valve" in out
+    assert main(["index", str(docs / "pump.txt"), "--index-dir", str(store), "--embedding-model", "hash"]) == 0
+    assert f"into {store}:" in capsys.readouterr().out
+
+
+def test_a_store_kept_inside_the_folder_it_indexes_is_not_indexed(tmp_path: Path) -> None:
+    (tmp_path / "bakery.txt").write_text("The bakery sells rye bread on Mondays.\n", encoding="utf-8")
+    arguments = ["index", str(tmp_path), "--index-dir", str(tmp_path / ".rag-index"), "--embedding-model", "hash"]
+    for _ in range(3):
+        result = RUNNER.invoke(app, [*arguments, "--no-progress"])
+        assert result.exit_code == 0, result.output
+        assert result.stdout.startswith("indexed 1 chunks")

@@ -62,12 +62,12 @@ def _live_display() -> Iterator[Progress]:
 
     columns = (
         SpinnerColumn(),
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    console = Console(stderr=True)
+    console = Console(stderr=True, markup=False, highlight=False, emoji=False)
     display = Progress(*columns, console=console, transient=console.is_terminal)  # a terminal keeps the result only
     with _DISPLAY_LOCK:
         previous, _display = _display, display

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from rag_integration.core.documents.files import SKIPPED_FILES
 from rag_integration.core.errors import InvalidOptionError, UnsafePathError
 from rag_integration.feature_groups.rag_pipeline import STAGES
 from rag_integration.testing.runner import run_feature
@@ -112,9 +113,9 @@ def test_a_fifo_is_refused_without_blocking(root: Path) -> None:
 
 
 def test_a_read_error_is_typed(root: Path) -> None:
-    (root / "gone.txt").symlink_to(root / "deleted.txt")
+    (root / "gone.txt").symlink_to(root / "deleted.txt")  # named on its own: in a folder it is skipped, with why
     with pytest.raises(InvalidOptionError, match="readable file"):
-        docs(str(root), follow_symlinks=True)
+        docs(str(root / "gone.txt"), follow_symlinks=True)
 
 
 @pytest.mark.parametrize("depth", [65, 5_000, 200_000])
@@ -151,3 +152,24 @@ def test_a_globs_files_are_named_by_their_path_inside_its_folder(tmp_path: Path)
     assert [row["doc_id"] for row in rows] == [row["doc_id"] for row in docs(str(tmp_path))]
     assert len({row["doc_id"] for row in rows}) == 4
     assert "a/README.md" in {row["doc_id"] for row in rows}
+
+
+def test_a_looping_or_dangling_link_in_a_folder_is_skipped_with_why(root: Path) -> None:
+    (root / "self.txt").symlink_to("self.txt")
+    (root / "x.md").symlink_to("y.md")
+    (root / "y.md").symlink_to("x.md")
+    (root / "gone.txt").symlink_to("missing.txt")
+    SKIPPED_FILES.take()
+    assert [row["doc_id"] for row in docs(str(root))] == ["a.txt", "sub/b.md"]
+    skipped = {Path(entry.path).name: entry.reason for entry in SKIPPED_FILES.take()}
+    assert {skipped[name] for name in ("self.txt", "x.md", "y.md", "gone.txt")} == {"a looping or unresolvable link"}
+
+
+def test_a_path_holding_wildcard_characters_that_exists_is_read_as_it_is(tmp_path: Path) -> None:
+    folder = tmp_path / "My [Docs] 2024"
+    folder.mkdir()
+    (folder / "capy.txt").write_text("Capybaras are the largest rodents.", encoding="utf-8")
+    (tmp_path / "report [final].txt").write_text("The report is due in March.", encoding="utf-8")
+    (tmp_path / "other.txt").write_text("not named", encoding="utf-8")
+    assert [row["text"] for row in docs(str(folder))] == ["Capybaras are the largest rodents."]
+    assert [row["text"] for row in docs(str(tmp_path / "report [final].txt"))] == ["The report is due in March."]

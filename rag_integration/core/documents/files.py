@@ -107,6 +107,8 @@ class FileRules:
     option: str = "paths"
     size_option: str | None = "max_file_bytes"
     """The option that raises the size limit, named when a file is too large (None: the limit is fixed)."""
+    skip_folder: Callable[[Path], str | None] | None = None
+    """Why a folder met in a walk is not read (None: it is), e.g. a persisted index's own folder."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,8 +161,9 @@ def missing(pattern: str, suffixes: Sequence[str]) -> str | None:
 
 
 def is_glob(pattern: str) -> bool:
-    """Whether ``pattern`` holds a wildcard (``*``, ``?``, ``[``)."""
-    return any(char in GLOB_MAGIC for char in pattern)
+    """Whether ``pattern`` holds a wildcard (``*``, ``?``, ``[``) and is not an existing path: a folder called
+    ``My [Docs]`` or a file ``report [final].txt`` is read as what it is, not matched as a pattern."""
+    return any(char in GLOB_MAGIC for char in pattern) and not os.path.lexists(pattern)
 
 
 def _glob_parts(pattern: str) -> tuple[Path, tuple[str, ...]]:
@@ -224,11 +227,15 @@ def _walk(
             relative = prefix + entry.name
             shown = Path(entry.path)
             if entry.is_dir(follow_symlinks=False):
-                if max_depth is None or depth + 1 < max_depth:
+                why = None if rules.skip_folder is None else rules.skip_folder(shown)
+                if why is not None:
+                    SKIPPED_FILES.record(shown, why)
+                elif max_depth is None or depth + 1 < max_depth:
                     pending.append((shown, relative + "/", depth + 1))
-            elif entry.is_symlink() and entry.is_dir():
-                LOGGER.warning("file source: not descending into the symlinked folder %s", shown)
-                SKIPPED_FILES.record(shown, "a linked folder, not followed")
+            elif entry.is_symlink() and (why := _unfollowed_link(shown)) is not None:
+                if why == LINKED_FOLDER:
+                    LOGGER.warning("file source: not descending into the symlinked folder %s", shown)
+                SKIPPED_FILES.record(shown, why)
             elif not accept(relative):
                 continue
             elif (suffix := Path(entry.name).suffix.lower()) not in rules.suffixes:
@@ -237,6 +244,18 @@ def _walk(
                 found.append((relative, _checked(shown, root, rules), shown))
     found.sort(key=lambda item: item[0])
     return found
+
+
+LINKED_FOLDER = "a linked folder, not followed"
+
+
+def _unfollowed_link(link: Path) -> str | None:
+    """Why a link met in a folder walk is not read: a linked folder is never descended, and a link that loops or
+    leads nowhere resolvable is skipped; None for a link to a file (``_checked`` decides on it)."""
+    try:
+        return LINKED_FOLDER if stat.S_ISDIR(os.stat(link).st_mode) else None
+    except OSError:
+        return "a looping or unresolvable link"
 
 
 def _checked(path: Path, root: Path, rules: FileRules) -> Path:

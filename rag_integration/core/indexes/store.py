@@ -257,6 +257,12 @@ def current_version(folder: Path, option: str = "index_dir") -> StoredVersion | 
     return StoredVersion(version, *_parsed_manifest(raw, option, folder))
 
 
+def store_folder(folder: Path) -> str | None:
+    """Why ``folder`` is not read as documents when it holds a store (its ``CURRENT`` pointer): an index kept inside
+    the folder it indexes must not index itself."""
+    return "a store written by `rag-integration index`, not documents" if (folder / POINTER_FILE).is_file() else None
+
+
 def intact_claim(folder: Path) -> StoreClaim | None:
     """The live version's claim when its manifest and files pass their checks, else None: what a writer compares
     with before keeping a store as it is (a broken one is written again, even if it claims the same content)."""

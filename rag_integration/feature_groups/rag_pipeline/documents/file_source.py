@@ -23,6 +23,7 @@ from rag_integration.core.documents.files import (
 from rag_integration.core.documents.html_text import html_text
 from rag_integration.core.documents.office_text import docx_text, pdf_pages
 from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.indexes.store import store_folder
 from rag_integration.core.options import OptionReader, option, read_options
 from rag_integration.feature_groups.rag_pipeline.documents.base import BaseDocumentSource
 
@@ -75,7 +76,10 @@ class FileDocumentSource(BaseDocumentSource):
     def load(cls, reader: OptionReader) -> list[dict[str, Any]]:
         settings = read_options(FileSourceSettings, reader)
         rules = FileRules(
-            suffixes=SUFFIXES, follow_symlinks=settings.follow_symlinks, max_file_bytes=settings.max_file_bytes
+            suffixes=SUFFIXES,
+            follow_symlinks=settings.follow_symlinks,
+            max_file_bytes=settings.max_file_bytes,
+            skip_folder=store_folder,
         )
         paths = settings.paths
         documents: list[dict[str, Any]] = []
