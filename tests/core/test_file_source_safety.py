@@ -173,3 +173,15 @@ def test_a_path_holding_wildcard_characters_that_exists_is_read_as_it_is(tmp_pat
     (tmp_path / "other.txt").write_text("not named", encoding="utf-8")
     assert [row["text"] for row in docs(str(folder))] == ["Capybaras are the largest rodents."]
     assert [row["text"] for row in docs(str(tmp_path / "report [final].txt"))] == ["The report is due in March."]
+
+
+def test_files_of_several_folders_sharing_a_name_are_each_read_under_their_own_path(tmp_path: Path) -> None:
+    for team, day in (("a", "Monday"), ("b", "Friday")):
+        (tmp_path / team).mkdir()
+        (tmp_path / team / "notes.txt").write_text(f"Team {team} meets on {day}.", encoding="utf-8")
+    rows = docs([str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path / "a" / "notes.txt")])
+    assert [(row["doc_id"], row["text"]) for row in rows] == [
+        ((tmp_path / "a" / "notes.txt").as_posix(), "Team a meets on Monday."),
+        ((tmp_path / "b" / "notes.txt").as_posix(), "Team b meets on Friday."),
+    ]
+    assert [row["doc_id"] for row in docs([str(tmp_path / "a"), str(tmp_path)])] == ["notes.txt", "b/notes.txt"]

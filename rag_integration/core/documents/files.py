@@ -10,6 +10,7 @@ devices are refused.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 import hashlib
@@ -17,6 +18,7 @@ import logging
 import os
 import stat
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,11 +125,19 @@ class FoundFile:
 
 
 def find_files(patterns: Sequence[str], rules: FileRules) -> list[FoundFile]:
-    """The files every pattern names, pattern by pattern, each pattern's files sorted by their path inside it."""
+    """The files every pattern names, pattern by pattern, each pattern's files sorted by their path inside it. A
+    file two patterns name is read once (the first time); files of different folders sharing a name
+    (``a/README.md`` and ``b/README.md`` given as ``a`` and ``b``) are each named by their path as found."""
     found: list[FoundFile] = []
+    seen: set[str] = set()
     for pattern in patterns:
-        found.extend(_find(pattern, rules))
-    return found
+        for file in _find(pattern, rules):
+            where = os.path.abspath(file.shown)  # the same path given twice; a link to a file is a file of its own
+            if where not in seen:
+                seen.add(where)
+                found.append(file)
+    names = Counter(file.name for file in found)
+    return [file if names[file.name] == 1 else dataclasses.replace(file, name=file.shown.as_posix()) for file in found]
 
 
 def _find(pattern: str, rules: FileRules) -> list[FoundFile]:
