@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 import shutil
 import sys
@@ -225,10 +226,12 @@ def index(
     embedder = get_embedder(embedding_model)
     embedded = embedder.texts_embedded
     _forget_file_reports()
-    with progress_display(progress), step(f"indexing {len(paths)} path(s) into {index_dir}"):
-        rows = _run_feature(feature_name, options, set(STAGES), progress)
+    try:
+        with progress_display(progress), step(f"indexing {len(paths)} path(s) into {index_dir}"):
+            rows = _run_feature(feature_name, options, set(STAGES), progress)
+    finally:
+        _report_skipped(SKIPPED_FILES.take(), verbose)  # also when nothing could be indexed: say what was skipped
     read = READ_FILES.take()
-    _report_skipped(SKIPPED_FILES.take(), verbose)
     live = current_version(index_dir)
     if live is not None:
         save_record(index_dir, live.name, [str(path) for path in paths], read)
@@ -543,8 +546,10 @@ def _report_files(files_given: bool, verbose: bool) -> bool:
     from rag_integration.core.documents.files import READ_FILES, SKIPPED_FILES
 
     read = READ_FILES.take()
-    _report_skipped(SKIPPED_FILES.take(), verbose)
-    return files_given and not read
+    skipped = SKIPPED_FILES.take()
+    _report_skipped(skipped, verbose)
+    unread = {os.path.realpath(file.path) for file in skipped}  # read, then found to hold no text
+    return files_given and all(file.path in unread for file in read)
 
 
 def _report_skipped(skipped: Sequence[Any], verbose: bool) -> None:

@@ -391,3 +391,21 @@ def test_a_store_kept_inside_the_folder_it_indexes_is_not_indexed(tmp_path: Path
         result = RUNNER.invoke(app, [*arguments, "--no-progress"])
         assert result.exit_code == 0, result.output
         assert result.stdout.startswith("indexed 1 chunks")
+
+
+def test_files_without_text_are_skipped_and_said_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rag_integration.cli import main
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("")
+    (docs / "b.md").write_text("  \n\n ")
+    (docs / "c.html").write_text("<html><head><title>Only a title</title></head><body> </body></html>")
+    assert main(["ask", "Who wrote it?", "--files", str(docs), "--no-progress", "--no-cache", "--verbose"]) == 0
+    out, err = capsys.readouterr()
+    assert "No answer: no documents: none of the files given could be read." in out
+    assert "a.txt: no text" in err and "b.md: no text" in err and "c.html: no text in the page's body" in err
+    store = ["--index-dir", str(tmp_path / "store"), "--embedding-model", "hash", "--no-progress"]
+    assert main(["index", str(docs), *store]) == 1
+    err = capsys.readouterr().err
+    assert "skipped 3 file(s)" in err and "at least one document with text to index" in err

@@ -114,8 +114,14 @@ def _read_file(found: FoundFile, data: bytes, settings: FileSourceSettings) -> l
         records = _jsonl_records(content, file)
     elif suffix == ".csv":
         records = _csv_records(content, file)
+    elif not content.strip():
+        SKIPPED_FILES.record(file, "no text")
+        return []
     elif suffix in HTML_SUFFIXES:
         page = html_text(content)
+        if not page.text.strip():
+            SKIPPED_FILES.record(file, "no text in the page's body")
+            return []
         return [{"doc_id": found.name, "text": page.text, "source": str(file), "title": page.title}]
     else:
         lines = {"line_start": 1, "line_end": content.count("\n", 0, len(content.rstrip("\n"))) + 1}

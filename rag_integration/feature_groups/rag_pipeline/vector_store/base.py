@@ -59,6 +59,10 @@ class BaseVectorStore(StageFeatureGroup):
 
 
 def _embedded_vectors(documents: Sequence[Document]) -> tuple[np.ndarray[Any, np.dtype[np.float32]], str]:
+    if not documents:
+        raise InvalidOptionError(
+            "vector_store", [], "at least one document with text to index (every file given was empty or not read)"
+        )
     models = {doc.metadata.get("embedding_model") for doc in documents}
     stages = {stage.BACKEND for stage in EMBEDDING_STAGES}
     if not documents or len(models) != 1 or next(iter(models)) not in stages:
