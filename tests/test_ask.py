@@ -269,3 +269,13 @@ def test_an_answer_says_which_words_of_the_question_its_sources_do_not_hold(
     code, out, err = ask(capsys, "Are roses pruned by a gardener?", "--files", str(folder), "--json")
     assert code == 0, err
     assert json.loads(out)[0]["missing_words"] == ["gardener"]
+
+
+def test_a_pdf_word_hyphenated_across_lines_is_found_whole(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = ["The maintenance sched-", "ule lists every interval for the trans-", "mission of Baden-", "Wuerttemberg."]
+    (tmp_path / "manual.pdf").write_bytes(pdf_bytes([lines]))
+    code, out, err = ask(capsys, "Where is the maintenance schedule?", "--files", str(tmp_path))
+    assert code == 0, err
+    assert out.startswith(
+        "The maintenance schedule lists every interval for the transmission of Baden- Wuerttemberg. [1]"
+    )

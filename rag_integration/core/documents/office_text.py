@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 from dataclasses import dataclass
 
 from rag_integration.core.errors import InvalidOptionError
@@ -42,11 +43,24 @@ def pdf_pages(data: bytes, shown: str, option: str = "paths") -> list[PdfPage] |
             raise InvalidOptionError(option, shown, "a PDF that opens without a password")
         title = _clean_title(reader.metadata.title if reader.metadata is not None else None)
         pages = enumerate(reader.pages, start=1)
-        return [PdfPage(number, separated_titles(page.extract_text() or ""), title) for number, page in pages]
+        return [
+            PdfPage(number, separated_titles(rejoined_hyphens(page.extract_text() or "")), title)
+            for number, page in pages
+        ]
     except InvalidOptionError:
         raise
     except Exception as error:  # pypdf raises many kinds (PdfReadError, KeyError, ValueError...) on a damaged file
         raise InvalidOptionError(option, shown, f"a readable PDF ({type(error).__name__}: {error})") from error
+
+
+_LINE_END_HYPHEN = re.compile(r"(?<=[^\W\d_])-\n(?=([^\W\d_]))")
+
+
+def rejoined_hyphens(text: str) -> str:
+    """A PDF page's words hyphenated across lines joined again ("sched-" / "ule" -> "schedule"): a letter, a hyphen
+    ending the line and a lower-case letter starting the next. "Baden-" / "Württemberg" keeps its hyphen and line
+    break (a capital follows), as does "2019-" / "2020"."""
+    return _LINE_END_HYPHEN.sub(lambda found: "" if found.group(1).islower() else found.group(), text)
 
 
 def separated_titles(text: str) -> str:
