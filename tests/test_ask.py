@@ -279,3 +279,14 @@ def test_a_pdf_word_hyphenated_across_lines_is_found_whole(tmp_path: Path, capsy
     assert out.startswith(
         "The maintenance schedule lists every interval for the transmission of Baden- Wuerttemberg. [1]"
     )
+
+
+@pytest.mark.parametrize("newline", ["\r", "\r\n"])
+def test_lines_ending_in_cr_are_counted_like_lines_ending_in_lf(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], newline: str
+) -> None:
+    text = newline.join(["Old file about cherries.", "", "Cherries bloom in April.", "They are harvested in June.", ""])
+    (tmp_path / "cherries.txt").write_bytes(text.encode())
+    code, out, err = ask(capsys, "When are cherries harvested?", "--files", str(tmp_path))
+    assert code == 0, err
+    assert out.startswith("They are harvested in June. [1]") and "cherries.txt, chunk 1, line 4" in out

@@ -110,6 +110,8 @@ def _read_file(found: FoundFile, data: bytes, settings: FileSourceSettings) -> l
         ) from error
     except LookupError as error:
         raise InvalidOptionError("encoding", settings.encoding, "a codec Python knows") from error
+    if "\r" in content:  # an old Mac file's lone CR ends a line as LF does: lines, paragraphs and citations count it
+        content = content.replace("\r\n", "\n").replace("\r", "\n")
     if suffix == ".jsonl":
         records = _jsonl_records(content, file)
     elif suffix == ".csv":
