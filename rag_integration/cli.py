@@ -425,7 +425,8 @@ def ask(
     questions: Annotated[
         Path | None,
         typer.Option(
-            help="a file of questions: one per line, or JSON Lines with a 'question' (or 'query', 'text') key"
+            help="a file of questions ('-': standard input): one per line, or JSON Lines with a 'question' (or "
+            "'query', 'text') key"
         ),
     ] = None,
     backend: Annotated[str, typer.Option(help="retrieve backend for --files")] = "bm25s",
@@ -481,8 +482,17 @@ def ask(
     from rag_integration.core.documents.files import read_named_file
 
     texts = list(question or [])
+    if any(not text.strip() for text in texts):
+        raise typer.BadParameter("a question holds no text (an unset shell variable?)", param_hint="QUESTION")
     if questions is not None:
-        texts += read_questions(questions, read_named_file(questions, "--questions", MAX_QUESTIONS_BYTES))
+        data = (
+            sys.stdin.buffer.read(MAX_QUESTIONS_BYTES + 1)
+            if str(questions) == "-"
+            else read_named_file(questions, "--questions", MAX_QUESTIONS_BYTES)
+        )
+        if len(data) > MAX_QUESTIONS_BYTES:
+            raise typer.BadParameter(f"at most {MAX_QUESTIONS_BYTES:,} bytes of questions", param_hint="--questions")
+        texts += read_questions(questions, data)
     if not texts:
         raise typer.BadParameter("give a question, or --questions FILE", param_hint="QUESTION / --questions")
     _choose("--on-error", on_error, ("raise", "row"))

@@ -290,3 +290,18 @@ def test_lines_ending_in_cr_are_counted_like_lines_ending_in_lf(
     code, out, err = ask(capsys, "When are cherries harvested?", "--files", str(tmp_path))
     assert code == 0, err
     assert out.startswith("They are harvested in June. [1]") and "cherries.txt, chunk 1, line 4" in out
+
+
+def test_questions_come_from_standard_input_and_an_empty_one_is_a_usage_error(
+    folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = b"How often should the engine oil be changed?\n\nWhen should roses be pruned?\n"
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(lines)))
+    code, out, err = ask(capsys, "--questions", "-", "--files", str(folder), "--json")
+    assert code == 0, err
+    assert [row["question"] for row in json.loads(out)] == [
+        "How often should the engine oil be changed?",
+        "When should roses be pruned?",
+    ]
+    code, out, err = ask(capsys, "  ", "--files", str(folder))
+    assert code == 2 and "holds no text" in err
