@@ -185,3 +185,13 @@ def test_files_of_several_folders_sharing_a_name_are_each_read_under_their_own_p
         ((tmp_path / "b" / "notes.txt").as_posix(), "Team b meets on Friday."),
     ]
     assert [row["doc_id"] for row in docs([str(tmp_path / "a"), str(tmp_path)])] == ["notes.txt", "b/notes.txt"]
+
+
+def test_a_walk_leaves_hidden_and_tool_folders_unless_named(root: Path) -> None:
+    for folder in (".git", "node_modules/pkg", ".venv/lib/site-packages"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "README.md").write_text("not the user's", encoding="utf-8")
+    SKIPPED_FILES.take()
+    assert [row["doc_id"] for row in docs(str(root))] == ["a.txt", "sub/b.md"]
+    assert {Path(entry.path).name for entry in SKIPPED_FILES.take()} == {".git", "node_modules", ".venv"}
+    assert [row["doc_id"] for row in docs(str(root / ".git"))] == ["README.md"]

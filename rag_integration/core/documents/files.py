@@ -237,7 +237,7 @@ def _walk(
             relative = prefix + entry.name
             shown = Path(entry.path)
             if entry.is_dir(follow_symlinks=False):
-                why = None if rules.skip_folder is None else rules.skip_folder(shown)
+                why = _tool_folder(entry.name) or (None if rules.skip_folder is None else rules.skip_folder(shown))
                 if why is not None:
                     SKIPPED_FILES.record(shown, why)
                 elif max_depth is None or depth + 1 < max_depth:
@@ -257,6 +257,16 @@ def _walk(
 
 
 LINKED_FOLDER = "a linked folder, not followed"
+TOOL_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages"})
+"""Folders that hold a tool's files, not the user's documents: a walk of a project folder does not read them."""
+
+
+def _tool_folder(name: str) -> str | None:
+    """Why a folder met in a walk is not read for its name: hidden (``.git``, ``.venv``) or a tool's own; one
+    named on its own is read."""
+    if name.startswith(".") or name in TOOL_FOLDERS:
+        return "a hidden or tool folder, not read in a walk (name it on its own to read it)"
+    return None
 
 
 def _unfollowed_link(link: Path) -> str | None:
