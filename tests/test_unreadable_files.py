@@ -84,3 +84,16 @@ def test_index_skips_an_unreadable_file_in_a_folder_and_says_so(
     out, err = capsys.readouterr()
     assert code == 0, err
     assert out.startswith("indexed ") and "skipped 2 file(s) not read (--verbose lists them)" in err
+
+
+def test_a_data_table_in_a_folder_is_skipped_and_one_named_is_the_typed_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "good.txt").write_text("Kettles should be descaled every month.\n", encoding="utf-8")
+    (tmp_path / "stats.csv").write_text("date,visitors\n2024-01-01,5\n", encoding="utf-8")
+    code = main(["ask", "How often are kettles descaled?", "--files", str(tmp_path), "--verbose", "--no-progress"])
+    out, err = capsys.readouterr()
+    assert code == 0 and out.startswith("Kettles should be descaled every month. [1]")
+    assert "stats.csv: records without a 'text' field (text_field): data, not documents" in err
+    code = main(["ask", "visitors?", "--files", str(tmp_path / "stats.csv"), "--no-progress", "--no-cache"])
+    assert code == 1 and "text_field" in capsys.readouterr().err

@@ -89,7 +89,11 @@ class FileDocumentSource(BaseDocumentSource):
             try:
                 documents.extend(_read_file(file, data, settings))
             except InvalidOptionError as error:
-                if not skip_unreadable(file, error, rules):
+                if not file.named and error.option == "text_field":  # a table of data a folder holds, not documents
+                    SKIPPED_FILES.record(
+                        file.shown, f"records without a {settings.text_field!r} field (text_field): data, not documents"
+                    )
+                elif not skip_unreadable(file, error, rules):
                     raise
         return documents
 
