@@ -85,7 +85,7 @@ class VectorStoreRetriever(BaseRetrieveConnector[VectorStoreSettings, VectorStor
         if request.documents is not None and not request.documents:
             return request.documents, lambda: None
         if request.index_dir is None:
-            expected = "the folder of a vector store written by the <source>__indexed stage (it holds the corpus)"
+            expected = "the folder of a vector store written by `rag-integration index` or the <source>__indexed stage (it holds the corpus)"
             raise MissingOptionError("index_dir", expected, owner=f"{cls.__name__} ({cls.FEATURE_NAME})")
         index = cls.load(request.index_dir, settings.embedding_model, request.documents)
         return index.store.documents, lambda: index
@@ -122,7 +122,9 @@ class VectorStoreRetriever(BaseRetrieveConnector[VectorStoreSettings, VectorStor
 
         found = read_store(folder, check, load)
         if found is None:
-            raise InvalidOptionError("index_dir", str(folder), "a folder written by the <source>__indexed stage")
+            raise InvalidOptionError(
+                "index_dir", str(folder), "a folder written by `rag-integration index` or the <source>__indexed stage"
+            )
         return found[1]
 
     @classmethod
