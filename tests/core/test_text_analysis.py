@@ -21,7 +21,8 @@ from rag_integration.core.text.lexical import lexical_scores, missing_query_word
 
 def test_combining_marks_stay_inside_their_word() -> None:
     assert words("हिन्दी भाषा") == ["हिन्दी", "भाषा"]  # Devanagari vowel signs and virama are marks
-    assert words("cafe\u0301 naïve") == ["cafe\u0301", "naïve"]  # a decomposed accent does not cut the word
+    assert words("cafe\u0301 naïve") == ["café", "naïve"]  # a decomposed accent does not cut the word: composed
+    assert words("\u0915\u093c\u093e\u0930") == ["\u0915\u093c\u093e\u0930"]  # nukta, kept whole and as written
     assert words("ภาษาไทย") == ["ภาษาไทย"]
 
 
@@ -156,3 +157,19 @@ def test_lexical_scores_read_a_german_compound_as_the_parts_the_texts_hold() -> 
 )
 def test_missing_query_words_name_what_the_texts_do_not_hold(question: str, text: str, missing: list[str]) -> None:
     assert missing_query_words(question, [text]) == missing
+
+
+@pytest.mark.parametrize(
+    ("written", "typed"),
+    [
+        ("The of\ufb01ce \ufb02oor", "office floor"),  # ligatures of a typeset PDF
+        ("pass\u200bword Main\u00adte\u00adnance", "password maintenance"),  # zero-width space, soft hyphens
+        ("\uff30\uff41\uff52\uff4b\uff49\uff4e\uff47", "parking"),  # full-width letters
+        ("Bru\u0308cke in Zu\u0308rich", "Brücke in Zürich"),  # decomposed, as macOS writes file names and text
+        ("\uff76\uff80\uff76\uff85", "カタカナ"),  # half-width katakana
+    ],
+)
+def test_text_is_read_in_its_compatibility_form(written: str, typed: str) -> None:
+    for language in ("en", "de", "ja", "und"):
+        analyzer = analyzer_for(language)
+        assert analyzer.terms(written)[-len(analyzer.terms(typed)) :] == analyzer.terms(typed)

@@ -20,7 +20,7 @@ from typing import Protocol
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.options import OptionSpec
 
-ANALYSIS_VERSION = "4"
+ANALYSIS_VERSION = "5"
 """Part of every index key built on this analysis: a change in how text becomes terms (rules, detector, lists)
 bumps it, so no index stored by an earlier analysis is ever read back as current."""
 AUTO = "auto"
@@ -217,8 +217,18 @@ class _CharacterKinds:
 _KINDS = _CharacterKinds()
 
 
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
+"""Soft hyphens and zero-width characters: inside a word they hide it ("pass\u200bword", "Main\u00adte\u00adnance")."""
+
+
 def split_words(lowered: str) -> tuple[list[str], bool]:
-    """The words of a lower-cased text in any script, and whether it holds a script written without spaces."""
+    """The words of a lower-cased text in any script, and whether it holds a script written without spaces. A text
+    that is not ASCII is read in its compatibility form first (NFKC, invisible characters dropped): a ligature of a
+    typeset PDF ("\ufb01" -> "fi"), full-width letters and a decomposed "u\u0308" are the letters they show."""
+    if not lowered.isascii():
+        lowered = lowered.translate(_INVISIBLE)
+        if not unicodedata.is_normalized("NFKC", lowered):
+            lowered = unicodedata.normalize("NFKC", lowered).lower()
     marks, unspaced = _KINDS.of(lowered)
     return (_word_with(marks) if marks else _patterns().plain_word).findall(lowered), unspaced
 
