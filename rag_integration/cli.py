@@ -216,7 +216,8 @@ def index(
     )
     _choose("--embedding-model", embedding_model, stages, why)
     feature_name = "docs__chunked__embedded__indexed" if chunker != "none" else "docs__embedded__indexed"
-    options = _file_options(paths, chunker) | {
+    absolute = [Path(os.path.abspath(path)) for path in paths]  # a store's citations point at files from anywhere
+    options = _file_options(absolute, chunker) | {
         "embedding_model": embedding_model,
         "vector_store": "faiss",
         "index_dir": str(index_dir),

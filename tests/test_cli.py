@@ -409,3 +409,17 @@ def test_files_without_text_are_skipped_and_said_so(tmp_path: Path, capsys: pyte
     assert main(["index", str(docs), *store]) == 1
     err = capsys.readouterr().err
     assert "skipped 3 file(s)" in err and "at least one document with text to index" in err
+
+
+def test_a_store_cites_its_files_by_absolute_path_wherever_it_is_asked_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "museum.txt").write_text("The museum opens at ten.\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    built = RUNNER.invoke(app, ["index", "docs", "--index-dir", "store", "--embedding-model", "hash", "--no-progress"])
+    assert built.exit_code == 0, built.output
+    monkeypatch.chdir(tmp_path / "docs")
+    asked = RUNNER.invoke(app, ["ask", "When does the museum open?", "--index-dir", "../store", "--no-progress"])
+    assert asked.exit_code == 0, asked.output
+    assert f"[1] {tmp_path / 'docs' / 'museum.txt'}, chunk 0, line 1" in asked.stdout
