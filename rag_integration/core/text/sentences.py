@@ -3,14 +3,18 @@ chunker all cut text here, so what a backend quotes is always cut where the chec
 
 Two passes. The layout pass cuts the text into blocks: a blank line ends one, a Markdown ATX heading (``# Title``)
 is one of its own, a setext underline (``=====`` or ``-----`` under a line) or a rule line ends one and is not
-text, and a list item (``- ``, ``* ``, ``+ ``, ``•``, ``1.``, ``1)``, ``a)``) starts one; the heading marks and
-bullets are not part of any sentence. A numbered item interrupts a running paragraph only when it is numbered 1
-(as in CommonMark), so a line wrapped before "31. Juli" stays inside its sentence.
+text, a list item (``- ``, ``* ``, ``+ ``, ``•``, ``1.``, ``1)``, ``a)``) starts one, and each row of a table
+(``| a | b |``) is one; the heading marks, bullets, a row's outer pipes and a table's separator row
+(``|---|---|``) are not part of any sentence. A marked heading is a heading even alone (a chunk that is only a
+heading). A numbered item interrupts a running paragraph only when it is numbered 1 (as in CommonMark), so a line
+wrapped before "31. Juli" stays inside its sentence. The same walk gives the paragraphs (``paragraph_spans``) a
+chunker keeps whole, so chunks and the sentences quoted from them read one layout.
 
-The punctuation pass cuts each block into sentences. A full stop ends a sentence only when whitespace follows, the
-next word does not start in lower case, and the word before it is not a known abbreviation ("Dr.", "e.g."), an
-initial, a dotted acronym or a day number before a month name ("31. Juli 2025"); "!", "?", "…" and the
-CJK/Arabic/Devanagari terminators of ``SENTENCE_MARKS`` always end one, the CJK ones without a space after them.
+The punctuation pass cuts each block but a table row (one sentence) into sentences. A full stop ends a sentence only
+when whitespace follows, the next word does not start in lower case, and the word before it is not a known
+abbreviation ("Dr.", "e.g."), an initial, a dotted acronym or a day number before a month name ("31. Juli 2025");
+"!", "?", "…" and the CJK/Arabic/Devanagari terminators of ``SENTENCE_MARKS`` always end one, the CJK ones without
+a space after them.
 
 Clauses are finer: a clause also ends at ``, ; :`` and their CJK and Arabic forms (``CLAUSE_MARKS``), before a
 closing bracket or quote and before a spaced dash, and starts after an opening one. ``starts_clause`` and
@@ -73,20 +77,46 @@ the bound keeps splitting linear in the text's length even for text without spac
 _DOTTED = re.compile(r"^(?:[^\W\d_]\.)+[^\W\d_]$")
 _DAY = re.compile(r"^\d{1,2}$")
 
-_RULE = re.compile(r"[ \t]{0,3}(?:=+|-{2,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,}|(?:-[ \t]*){3,})[ \t\r]*")
-"""A setext underline or a thematic break: the whole line is markup."""
-_SETEXT = re.compile(r"[ \t]{0,3}(?:=+|-+)[ \t\r]*")
+_RULE = re.compile(r"[ \t]{0,3}(?:=++|-{2,}+|(?:\*[ \t]*+){3,}+|(?:_[ \t]*+){3,}+|(?:-[ \t]*+){3,}+)[ \t\r]*+")
+"""A setext underline or a thematic break: the whole line is markup (possessive, so a long line fails in one pass)."""
+_SETEXT = re.compile(r"[ \t]{0,3}(?:=++|-++)[ \t\r]*+")
 _ATX = re.compile(r"[ \t]{0,3}#{1,6}(?:[ \t]+|(?=[ \t\r]*$))")
-_ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t\r]*$")
 _ITEM = re.compile(r"[ \t]*(?:([-*+\u2022\u2023\u25e6\u2043\u2219])|(\d{1,9})[.)]|[^\W\d_][)])[ \t]+(?=\S)")
+_TABLE_SEPARATOR = re.compile(r"[ \t]{0,3}\|?[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?-++:?[ \t]*+)*+\|?[ \t\r]*+")
+"""The line under a Markdown table's header row (``|---|:--:|``): markup, never a sentence."""
+_TABLE_START = re.compile(r"[ \t]{0,3}[#|]")
+"""How a one-line text that may be a heading or a table row starts; any other line is one block as it is."""
+LEAD_IN_MARKS = ":\uff1a"
+"""How a block that introduces what follows ends ("To check the oil level:"), in Latin and full-width script."""
+BLOCK_KINDS = ("text", "title", "heading", "item", "row", "header")
+"""What a layout block is: running text, a one-line unmarked title, a marked heading (ATX or setext), a list item,
+a table row, a table's header row."""
 
 
 class Block(NamedTuple):
-    """A layout block of a text: ``text[start:end]`` without its marks; ``heading`` when it titles what follows."""
+    """A layout block of a text: ``text[start:end]`` without its marks; ``heading`` when it titles what follows;
+    ``kind`` one of ``BLOCK_KINDS``."""
 
     start: int
     end: int
     heading: bool = False
+    kind: str = "text"
+
+
+class Paragraph(NamedTuple):
+    """A run of non-blank lines holding text, ``text[start:end]`` with its marks (a heading's ``#``, an underline,
+    bullets, a table's pipes and separator row), surrounding whitespace excluded.
+
+    ``heading``: every block in it is a heading, so it titles what follows rather than saying anything;
+    ``lead_in``: its last block ends in a colon ("To check the oil level:"), so it introduces what follows;
+    ``first``: the kind of its first block (one of ``BLOCK_KINDS``: ``"item"`` for a list, ``"row"`` or
+    ``"header"`` for a table)."""
+
+    start: int
+    end: int
+    heading: bool
+    lead_in: bool
+    first: str
 
 
 class Sentence(NamedTuple):
@@ -111,35 +141,89 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 def sentences(text: str) -> list[Sentence]:
     """Each sentence of ``text`` with the heading it falls under: a heading's words say what the sentences below it
     are about ("Oil change interval" over "Change the engine oil every 10,000 km."), so a caller scoring sentences
-    against a query may count them, while the heading itself, a title, states nothing to quote."""
+    against a query may count them, while the heading itself, a title, states nothing to quote.
+
+    A table row is one sentence, its cells without the outer pipes ("Brake fluid | every 2 years"), under its
+    table's header row (the column names) when the table has one, else under the heading; the header row is a
+    heading."""
     found: list[Sentence] = []
     heading: tuple[int, int] | None = None
+    header: tuple[int, int] | None = None
     for block in block_spans(text):
         spans: list[tuple[int, int]] = []
-        _split_block(text, block.start, block.end, spans)
+        if block.kind in ("row", "header"):
+            spans.append((block.start, block.end))
+        else:
+            _split_block(text, block.start, block.end, spans)
+        if not spans:
+            continue
+        if block.kind == "header":
+            header = (spans[0][0], spans[-1][1])
+            found.extend(Sentence(start, end, None, True) for start, end in spans)
+            continue
+        if block.kind != "row":
+            header = None
         if block.heading:
-            heading = (spans[0][0], spans[-1][1]) if spans else heading
+            heading = (spans[0][0], spans[-1][1])
             found.extend(Sentence(start, end, None, True) for start, end in spans)
         else:
-            found.extend(Sentence(start, end, heading) for start, end in spans)
+            context = header if block.kind == "row" and header is not None else heading
+            found.extend(Sentence(start, end, context) for start, end in spans)
     return found
 
 
 def block_spans(text: str) -> list[Block]:
-    """The layout blocks of ``text`` (paragraph, heading, list item), marks excluded.
+    """The layout blocks of ``text`` (paragraph, heading, list item, table row), marks excluded.
 
-    One walk over the lines; a text without a line break is one block, found without looking at its characters.
-    A block is a heading when another block follows it and it is an ATX heading, a paragraph underlined
-    setext-style, or a single line ending in a letter or digit (no mark) followed by a list item or by a block
-    that ends in a sentence mark: a title over prose, where a run of unpunctuated lines (a poem, a list of
-    notes) titles nothing.
+    One walk over the lines; a text without a line break is one block, found without looking at its characters,
+    unless it starts with ``#`` or ``|`` (a heading or a table row alone). An ATX heading (``## Title``) or a
+    paragraph underlined setext-style is a heading even with nothing after it; a single line ending in a letter or
+    digit (no mark) is a heading when a list item, a table or a block that ends in a sentence mark follows it: a
+    title over prose, where a run of unpunctuated lines (a poem, a list of notes) titles nothing.
+
+    A table is a header row (a line with ``|``) over a separator row (``|---|---|``, as many cells), then every
+    following line with a ``|``; a line starting and ending with ``|`` is a table row too. Each row is a block of
+    its own, from its first cell to its last (outer pipes excluded); the separator row is markup.
     """
-    if "\n" not in text:
-        return [Block(0, len(text))] if text.strip() else []
-    found: list[tuple[int, int, str]] = []  # (start, end, kind): kind is "heading", "title", "item" or "text"
+    return _layout(text)[0]
+
+
+def paragraph_spans(text: str) -> list[Paragraph]:
+    """The paragraphs of ``text`` (runs of non-blank lines) that hold text, in order, read by the same walk as
+    ``block_spans``: the units a paragraph chunker keeps whole, with what each says about its neighbours."""
+    blocks, paragraphs = _layout(text)
+    found: list[Paragraph] = []
+    for start, end, first, last in paragraphs:
+        if first == last:
+            continue  # only markup: a rule, an underline, a separator row
+        held = blocks[first:last]
+        found.append(
+            Paragraph(
+                start,
+                end,
+                heading=all(block.heading for block in held),
+                lead_in=_last_visible(text, held[-1].end) in LEAD_IN_MARKS,
+                first=held[0].kind,
+            )
+        )
+    return found
+
+
+def _layout(text: str) -> tuple[list[Block], list[tuple[int, int, int, int]]]:
+    """The blocks of ``text`` and its paragraphs as ``(start, end, first block, end block)``: one walk, each line
+    looked at once and, when it holds a ``|``, once more as the line under a possible table header."""
+    if "\n" not in text and not _TABLE_START.match(text):
+        if not text.strip():
+            return [], []
+        start, end = len(text) - len(text.lstrip()), len(text.rstrip())
+        return [Block(start, end)], [(start, end, 0, 1)]
+    found: list[tuple[int, int, str]] = []  # (start, end, kind): kind one of BLOCK_KINDS
+    paragraphs: list[tuple[int, int, int, int]] = []
     start = end = -1
     kind = "text"
     lines = 0
+    paragraph_start, paragraph_first = -1, 0
+    last_line, last_body = 0, ""
 
     def close(heading: bool = False) -> None:
         nonlocal start
@@ -152,42 +236,116 @@ def block_spans(text: str) -> list[Block]:
                 found.append((start, end, kind))
         start = -1
 
+    def close_paragraph() -> None:
+        nonlocal paragraph_start
+        if paragraph_start >= 0:
+            paragraph_end = last_line + len(last_body.rstrip())
+            paragraphs.append((paragraph_start, paragraph_end, paragraph_first, len(found)))
+        paragraph_start = -1
+
+    body_lines = text.split("\n")
+    table = separator_next = False
     line_start = 0
-    for body in text.split("\n"):
+    for number, body in enumerate(body_lines):
         line_end = line_start + len(body)
-        atx = _ATX.match(body)
-        item = _ITEM.match(body)
-        if not body or body.isspace() or _RULE.fullmatch(body):
-            close(heading=kind == "text" and _SETEXT.fullmatch(body) is not None)
-            kind = "text"
-        elif atx:
+        blank = not body or body.isspace()
+        if not blank and paragraph_start < 0:
+            paragraph_start, paragraph_first = line_start + len(body) - len(body.lstrip()), len(found)
+        if not blank:
+            last_line, last_body = line_start, body
+        piped = "|" in body
+        if separator_next:
+            separator_next = False
+        elif blank:
             close()
-            closing = _ATX_CLOSING.search(body, atx.end())
-            start, end = line_start + atx.end(), line_start + (closing.start() if closing else len(body))
-            close(heading=True)
+            close_paragraph()
+            kind, table = "text", False
+        elif piped and _TABLE_SEPARATOR.fullmatch(body):
+            close()  # a separator row out of place: markup
             kind = "text"
-        elif item and (start < 0 or kind == "item" or item.group(1) is not None or item.group(2) == "1"):
+        elif piped and not table and _is_header(body, body_lines[number + 1] if number + 1 < len(body_lines) else ""):
             close()
-            start, end, kind = line_start + item.end(), line_end, "item"
+            _add_row(found, body, line_start, "header")
+            kind, table, separator_next = "text", True, True
+        elif piped and (table or _bordered(body)):
+            close()
+            _add_row(found, body, line_start, "row")
+            kind, table = "text", True
         else:
-            if start < 0:
-                start, lines, kind = line_start, 0, "text"
-            end = line_end
-            lines += 1
+            table = False
+            atx = _ATX.match(body)
+            item = _ITEM.match(body)
+            if _RULE.fullmatch(body):
+                close(heading=kind == "text" and _SETEXT.fullmatch(body) is not None)
+                kind = "text"
+            elif atx:
+                close()
+                start, end = line_start + atx.end(), line_start + _atx_end(body, atx.end())
+                close(heading=True)
+                kind = "text"
+            elif item and (start < 0 or kind == "item" or item.group(1) is not None or item.group(2) == "1"):
+                close()
+                start, end, kind = line_start + item.end(), line_end, "item"
+            else:
+                if start < 0:
+                    start, lines, kind = line_start, 0, "text"
+                end = line_end
+                lines += 1
         line_start = line_end + 1
     close()
+    close_paragraph()
     blocks = []
     for position, (block_start, block_end, block_kind) in enumerate(found):
         following = found[position + 1] if position + 1 < len(found) else None
-        heading = following is not None and (
-            block_kind == "heading"
-            or (
-                block_kind == "title"
-                and (following[2] == "item" or _last_visible(text, following[1]) in SENTENCE_MARKS)
-            )
+        heading = block_kind in ("heading", "header") or (
+            block_kind == "title"
+            and following is not None
+            and (following[2] in ("item", "row", "header") or _last_visible(text, following[1]) in SENTENCE_MARKS)
         )
-        blocks.append(Block(block_start, block_end, heading))
-    return blocks
+        blocks.append(Block(block_start, block_end, heading, block_kind))
+    return blocks, paragraphs
+
+
+def _atx_end(body: str, content_start: int) -> int:
+    """Where an ATX heading's text ends in its line ``body``: before a closing run of ``#`` that follows a space
+    (``## Title ##``), else at the line's end; string scans, no backtracking."""
+    trimmed = body.rstrip(" \t\r")
+    unhashed = trimmed.rstrip("#")
+    if len(unhashed) < len(trimmed) and (len(unhashed) <= content_start or unhashed[-1] in " \t"):
+        return max(content_start, len(unhashed))
+    return len(body)
+
+
+def _cells(line: str) -> int:
+    """How many cells a table line has: its pipes that are not escaped (``\\|``), outer ones not counted."""
+    inner = line.strip()
+    if inner.startswith("|"):
+        inner = inner[1:]
+    if inner.endswith("|") and not inner.endswith("\\|"):
+        inner = inner[:-1]
+    return inner.count("|") - inner.count("\\|") + 1
+
+
+def _is_header(line: str, following: str) -> bool:
+    """Whether ``line`` is a table's header row: the line after it is a separator row of as many cells."""
+    return "|" in following and _TABLE_SEPARATOR.fullmatch(following) is not None and _cells(line) == _cells(following)
+
+
+def _bordered(line: str) -> bool:
+    """Whether ``line`` starts and ends with a pipe (after whitespace): a table row even without a header."""
+    inner = line.strip()
+    return len(inner) > 1 and inner[0] == "|" and inner[-1] == "|"
+
+
+def _add_row(found: list[tuple[int, int, str]], body: str, line_start: int, kind: str) -> None:
+    """A table row's block: from its first cell's text to its last's, outer pipes and whitespace excluded (an
+    escaped final pipe, ``\\|``, is text)."""
+    start = len(body) - len(body.lstrip(" \t|"))
+    end = len(body.rstrip(" \t\r|"))
+    if end < len(body) and body[end] == "|" and body[end - 1 : end] == "\\":
+        end += 1
+    if end > start:
+        found.append((line_start + start, line_start + end, kind))
 
 
 def _last_visible(text: str, end: int) -> str:
