@@ -39,7 +39,9 @@ class BaseChunker(StageFeatureGroup, Generic[SettingsT]):
         rows = []
         for document in documents:
             source = document.metadata.get("source", document.doc_id)
-            pieces = [piece for chunk in cls.split(document.text, settings) for piece in capped(chunk, limit)]
+            pieces = [
+                piece for chunk in cls.split_within(document.text, settings, limit) for piece in capped(chunk, limit)
+            ]
             lines = _chunk_lines(document, pieces)
             kept = {key: value for key, value in document.metadata.items() if key not in LINE_KEYS}
             for index, chunk in enumerate(pieces):
@@ -56,6 +58,13 @@ class BaseChunker(StageFeatureGroup, Generic[SettingsT]):
             settings: the backend's ``SETTINGS``, read from the request.
         """
         raise NotImplementedError
+
+    @classmethod
+    def split_within(cls, text: str, settings: SettingsT, max_chars: int) -> list[str]:
+        """``split`` for a request whose chunks may be at most ``max_chars`` long: a backend that joins pieces
+        (a heading with its paragraph) overrides it to join only what fits; the base cuts any longer chunk after.
+        By default ``split(text, settings)``."""
+        return cls.split(text, settings)
 
 
 def _chunk_lines(document: Document, pieces: Sequence[str]) -> list[dict[str, int]]:
