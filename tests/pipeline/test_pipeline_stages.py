@@ -381,7 +381,7 @@ def test_rst_and_html_files_are_read_and_a_byte_order_mark_is_not_text(tmp_path:
     (tmp_path / "rows.csv").write_bytes("\ufeffdoc_id,text\nr1,Lava flows.\n".encode())
     rows = {row["doc_id"]: row for row in stage("docs", document_source="files", paths=str(tmp_path))}
     assert rows["guide.rst"]["text"].startswith("Oil\n===")
-    assert rows["tides.html"]["text"] == "Tides\n\nThe moon pulls the sea.\n\ntwice a day\n\nevery day"
+    assert rows["tides.html"]["text"] == "# Tides\n\nThe moon pulls the sea.\n\n- twice a day\n- every day"
     assert rows["tides.html"]["title"] == "Tides & moons"
     assert rows["bom.txt"]["text"] == "A text with a byte-order mark."
     assert rows["r1"]["text"] == "Lava flows."
