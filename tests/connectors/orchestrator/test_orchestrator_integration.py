@@ -92,7 +92,7 @@ def test_registry_lists_both_backends() -> None:
 
 def test_missing_haystack_raises_backend_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "haystack", None)
-    with pytest.raises(BackendUnavailableError, match=r"rag-integration\[orchestrator\]"):
+    with pytest.raises(BackendUnavailableError, match=r"uv sync --extra orchestrator"):
         run_feature(
             "orchestrated_answer",
             {"orchestrator_backend": "haystack", "query_text": "oil", "corpus": CORPUS},
