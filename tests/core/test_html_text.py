@@ -3,7 +3,9 @@ each table row one line, the site's navigation, footer and side bars left out.""
 
 from __future__ import annotations
 
-from rag_integration.core.documents.html_text import html_text
+import pytest
+
+from rag_integration.core.documents.html_text import HtmlText, html_text
 from rag_integration.core.text.sentences import sentences, split_sentences
 
 PAGE = """<!doctype html>
@@ -105,3 +107,15 @@ def test_scripts_and_languages() -> None:
 def test_text_in_pre_keeps_its_lines_and_an_unclosed_skipped_element_ends_with_the_page() -> None:
     assert html_text("<pre>line one\nline two</pre><p>after</p>").text == "line one\nline two\n\nafter"
     assert html_text("<body><p>kept</p><aside>side</body><p>late</p>").text == "kept\n\nlate"
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        "<HTML><HEAD><TITLE>Owls</TITLE><BODY><P>Owls hunt mice at night.</P>",
+        "<html><head><meta charset=utf-8><title>Owls</title><body><p>Owls hunt mice at night.</p></body></html>",
+        "<html><head><title>Owls</title><link rel=x><p>Owls hunt mice at night.",
+    ],
+)
+def test_a_head_left_open_ends_where_the_body_begins(page: str) -> None:
+    assert html_text(page) == HtmlText("Owls", "Owls hunt mice at night.")

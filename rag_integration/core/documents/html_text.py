@@ -17,6 +17,8 @@ SKIPPED = frozenset(
 )
 """Elements whose content is not text a reader of the page's content sees (``head`` holds the title, read on its
 own; ``nav``, ``footer`` and ``aside`` are the site's navigation, small print and side bars)."""
+HEAD_CONTENT = frozenset({"title", "meta", "link", "style", "script", "base", "noscript", "template"})
+"""What a page's head may hold: any other element starts the body, closing a head left open."""
 SKIPPED_ROLES = frozenset({"navigation", "contentinfo", "complementary", "search"})
 """``role`` values that mark the same chrome on any element."""
 PARAGRAPHS = frozenset(
@@ -87,6 +89,8 @@ class _Reader(HTMLParser):
         self.in_head = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.skipping == ["head"] and tag not in HEAD_CONTENT:
+            self.skipping.clear()  # the body begins: HTML lets a page leave out </head>
         if tag == "title" and all(skipped == "head" for skipped in self.skipping):
             self.in_title = True
         elif self.skipping:
