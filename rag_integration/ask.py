@@ -234,7 +234,12 @@ def read_questions(path: Path, data: bytes) -> list[str]:
             try:
                 record = json.loads(line)
             except (ValueError, RecursionError) as error:
-                raise InvalidOptionError("--questions", f"{path}:{number}", "a JSON object per line") from error
+                detail = str(error) if isinstance(error, ValueError) else "nested too deeply"
+                raise InvalidOptionError(
+                    "--questions",
+                    f"{path}:{number}",
+                    f"a JSON object per line ({detail}); a plain question starts otherwise",
+                ) from error
             question = next((record[key] for key in QUESTION_KEYS if isinstance(record, dict) and key in record), None)
             if not isinstance(question, str) or not question.strip():
                 expected = "a JSON object with a non-empty 'question' (or 'query', 'text') string"

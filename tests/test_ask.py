@@ -149,7 +149,7 @@ def test_questions_from_a_file_are_each_answered_and_a_missing_answer_says_why(
     assert "No answer: no passage matched: none of the question's words is in the indexed text." in out
     questions.write_text("How long does a loaf bake?\n{not json\n", encoding="utf-8")
     code, _, err = ask(capsys, "--questions", str(questions), "--files", str(folder))
-    assert code == 1 and "--questions" in err
+    assert code == 1 and "--questions" in err and ":2" in err and "Expecting property name" in err
 
 
 def test_usage_errors_exit_2(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
