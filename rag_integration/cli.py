@@ -268,7 +268,9 @@ def search(
     index_dir: Annotated[Path | None, typer.Option(help="a store written by `rag-integration index`")] = None,
     files: Annotated[list[Path] | None, typer.Option(help="files, folders or globs to search (repeatable)")] = None,
     backend: Annotated[str, typer.Option(help="retrieve backend for --files")] = "bm25s",
-    chunker: Annotated[str, typer.Option(help="chunking for --files: sentence, paragraph, fixed or none")] = "none",
+    chunker: Annotated[
+        str, typer.Option(help="chunking for --files: paragraph (as ask), sentence, fixed or none")
+    ] = "paragraph",
     top_k: Annotated[int, typer.Option(min=1, help="passages per query")] = 5,
     embedding_model: Annotated[
         str | None,

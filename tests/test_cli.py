@@ -86,7 +86,9 @@ def test_search_over_files_and_over_a_persisted_index(tmp_path: Path) -> None:
     documents.mkdir()
     (documents / "oil.md").write_text("Change the engine oil every 10,000 km.\n\nCheck the tyres monthly.")
     (documents / "bread.txt").write_text("Bake bread at 220 degrees for thirty minutes.")
-    found = RUNNER.invoke(app, ["search", "engine oil", "--files", str(documents), "--top-k", "1", "--json"])
+    found = RUNNER.invoke(
+        app, ["search", "engine oil", "--files", str(documents), "--chunker", "none", "--top-k", "1", "--json"]
+    )
     assert found.exit_code == 0, found.output
     assert json.loads(found.stdout)[0]["passages"][0]["doc_id"] == "oil.md"
     store = tmp_path / "store"
@@ -164,7 +166,18 @@ def test_search_files_embeds_only_what_changed_since_the_last_search(
     docs.mkdir()
     for name in ("oil", "tide", "cat"):
         (docs / f"{name}.md").write_text(f"A paragraph about the {name}.")
-    arguments = ["search", "tide", "--files", str(docs), "--backend", "faiss", "--json", "--no-progress"]
+    arguments = [
+        "search",
+        "tide",
+        "--files",
+        str(docs),
+        "--chunker",
+        "none",
+        "--backend",
+        "faiss",
+        "--json",
+        "--no-progress",
+    ]
     embedder = get_embedder("hash")
     answers = []
     for edit in (None, None, "The moon pulls the tide twice a day."):
@@ -192,7 +205,19 @@ def test_search_reranks_when_asked(tmp_path: Path) -> None:
         "cat": "Cats purr.",
     }.items():
         (docs / f"{name}.md").write_text(text)
-    arguments = ["search", "engine oil", "--files", str(docs), "--rerank", "lexical", "--top-k", "2", "--json"]
+    arguments = [
+        "search",
+        "engine oil",
+        "--files",
+        str(docs),
+        "--chunker",
+        "none",
+        "--rerank",
+        "lexical",
+        "--top-k",
+        "2",
+        "--json",
+    ]
     result = RUNNER.invoke(app, [*arguments, "--no-progress", "--no-cache"])
     assert result.exit_code == 0, result.output
     [answer] = json.loads(result.stdout)
@@ -335,7 +360,7 @@ def test_flashrank_reads_the_model_folder_given_on_the_command_line(docs: Path, 
     result = RUNNER.invoke(app, ["ask", question, *arguments, "--no-progress", "--no-cache"])
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("Change the engine oil every 10,000 km. [1]")
-    searched = RUNNER.invoke(app, ["search", "engine oil", *arguments, "--json", "--no-cache"])
+    searched = RUNNER.invoke(app, ["search", "engine oil", *arguments, "--chunker", "none", "--json", "--no-cache"])
     assert searched.exit_code == 0, searched.output
     assert json.loads(searched.stdout)[0]["passages"][0]["doc_id"].endswith("oil.md")
     absent = RUNNER.invoke(app, ["ask", question, *arguments[:-1], str(tmp_path / "none"), "--no-progress"])
