@@ -7,7 +7,6 @@ stderr; ``--debug`` shows the traceback instead.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -205,11 +204,12 @@ def index(
     from rag_integration.core.documents.source_record import save_record
     from rag_integration.core.indexes.embedders import get_embedder
     from rag_integration.core.indexes.store import current_version
-    from rag_integration.feature_groups.rag_pipeline import STAGES, BaseEmbeddingStage
+    from rag_integration.feature_groups.rag_pipeline import STAGES
+    from rag_integration.feature_groups.rag_pipeline.embedding import EMBEDDING_STAGES
 
     _check_paths(paths, "PATHS")
     _choose("--chunker", chunker, _chunkers())
-    stages = sorted(str(stage.BACKEND) for stage in STAGES if issubclass(stage, BaseEmbeddingStage))
+    stages = sorted(str(stage.BACKEND) for stage in EMBEDDING_STAGES)
     why = (
         f"expected one of {_listed(stages)}, the models `index` has an embedding stage for (other embedders serve "
         "`ask`/`search --files` with a dense --backend)"
@@ -629,11 +629,12 @@ def _check_flashrank_dir(rerank: str | None, flashrank_model_dir: Path | None) -
 def _choose(flag: str, value: str, valid: Sequence[str], why: str = "") -> str:
     """``value`` when it is one of ``valid``; else a usage error naming ``flag``, listing the valid values (or saying
     ``why``) with a did-you-mean when one is close."""
+    from rag_integration.core.contract.declarations import near_spellings
+
     if value in valid:
         return value
-    by_lower = {choice.lower(): choice for choice in sorted(valid)}
-    near = difflib.get_close_matches(value.lower(), list(by_lower), n=1, cutoff=0.6)
-    guess = f" (did you mean {by_lower[near[0]]!r}?)" if near else ""
+    near = near_spellings(value, valid)
+    guess = f" (did you mean {near[0]!r}?)" if near else ""
     raise typer.BadParameter(f"got {value!r}: {why or 'expected one of ' + _listed(valid)}{guess}", param_hint=flag)
 
 

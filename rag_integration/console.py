@@ -24,8 +24,9 @@ def printable(text: str) -> str:
 
 
 def console() -> Console:
-    """A console for lines of text, printed as they are (``[/section]`` or ``:cat:`` in a document is not markup): in a terminal it wraps them at the terminal's width; piped or redirected it
-    never wraps (soft wrap), so every line printed is one line of the output, whatever its length."""
+    """A console for lines of text, printed as they are (``[/section]`` or ``:cat:`` in a document is not markup):
+    in a terminal it wraps them at the terminal's width; piped or redirected it never wraps (soft wrap), so every
+    line printed is one line of the output, whatever its length."""
     terminal = sys.stdout.isatty()
     return Console(
         soft_wrap=not terminal, width=None if terminal else PIPED_WIDTH, markup=False, highlight=False, emoji=False

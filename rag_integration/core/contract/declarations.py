@@ -61,7 +61,7 @@ def check_request_options(options: Options, backends: Sequence[type[SelectorFeat
             if key not in declared:
                 declared |= _mloda_declared_keys()
             if key not in declared:
-                error = UnknownOptionError(key, value, _near(key, declared), hint=MOVED_OPTIONS.get(key, ""))
+                error = UnknownOptionError(key, value, near_spellings(key, declared), hint=MOVED_OPTIONS.get(key, ""))
                 raise escalate_match_abort(error)
             if value is None and key not in NULLABLE_OPTIONS:
                 raise escalate_match_abort(
@@ -92,7 +92,7 @@ def check_selector(feature_name: str, options: Options, backends: Sequence[type[
         raise escalate_match_abort(MissingOptionError(selector, expected, owner=f"feature '{feature_name}'"))
     existing = [backend for backend in serving if value == backend.BACKEND]
     not_enabled = ", ".join(backend.__name__ for backend in existing)
-    suggestions = _near(value, valid) if isinstance(value, str) and not existing else ()
+    suggestions = near_spellings(value, valid) if isinstance(value, str) and not existing else ()
     error = UnknownBackendError(selector, value, valid, not_enabled=not_enabled, suggestions=suggestions)
     raise escalate_match_abort(error)
 
@@ -121,7 +121,7 @@ def check_unique_selection(chosen: type[SelectorFeatureGroup], backends: Sequenc
         )
 
 
-def _near(key: str, known: Iterable[str]) -> tuple[str, ...]:
+def near_spellings(key: str, known: Iterable[str]) -> tuple[str, ...]:
     """Close spellings of ``key`` among ``known`` (case-insensitive), best first."""
     by_lower: dict[str, str] = {}
     for name in sorted(known):

@@ -202,7 +202,7 @@ def paragraph_spans(text: str) -> list[Paragraph]:
                 start,
                 end,
                 heading=all(block.heading for block in held),
-                lead_in=_last_visible(text, held[-1].end) in LEAD_IN_MARKS,
+                lead_in=ends_lead_in(text, held[-1].end),
                 first=held[0].kind,
             )
         )
@@ -346,6 +346,13 @@ def _add_row(found: list[tuple[int, int, str]], body: str, line_start: int, kind
         end += 1
     if end > start:
         found.append((line_start + start, line_start + end, kind))
+
+
+def ends_lead_in(text: str, end: int | None = None) -> bool:
+    """Whether ``text`` (up to ``end``) ends in a colon, closing brackets and quotes aside: a lead-in ("To check the
+    oil level:") that introduces what follows and says nothing alone."""
+    last = _last_visible(text, len(text) if end is None else end)
+    return last != "" and last in LEAD_IN_MARKS
 
 
 def _last_visible(text: str, end: int) -> str:

@@ -24,6 +24,7 @@ from rag_integration.core.indexes.embedding_memo import EMBEDDING_MEMO
 from rag_integration.core.options import OptionReader, OptionSpec, SettingsT, option_keys
 from rag_integration.core.text.grounding import LATER_TEXT, QuotableSentence, check_cited_answer, quotable_sentences
 from rag_integration.core.text.lexical import lexical_scores
+from rag_integration.core.text.sentences import ends_lead_in
 
 if TYPE_CHECKING:
     from rag_integration.core.contract.frames import ReadableFrame
@@ -162,8 +163,6 @@ def scored_sentences(query: str, passages: Sequence[Document], model: str = OVER
     return sorted(blended, key=lambda sentence: (-sentence.score, sentence.source, sentence.index))
 
 
-LEAD_IN_ENDS = (":", "\uff1a")
-"""How a sentence that introduces what follows ends ("To check the oil level:"), in Latin and full-width script."""
 MAX_LEAD_IN_ITEMS = 12
 """Most sentences a lead-in brings along: the steps or items of one list, not the rest of a long passage."""
 
@@ -178,12 +177,12 @@ def best_answer(query: str, ranked: Sequence[QuotableSentence]) -> list[Quotable
         return []
     best = ranked[0]
     by_place = {(s.source, s.index): s for s in ranked if s.source == best.source}
-    if best.text.endswith(LEAD_IN_ENDS):
+    if ends_lead_in(best.text):
         items: list[QuotableSentence] = []
         index = best.index + 1
         while len(items) < MAX_LEAD_IN_ITEMS and (item := by_place.get((best.source, index))) is not None:
             items.append(item)
-            if item.text.endswith(LEAD_IN_ENDS):
+            if ends_lead_in(item.text):
                 break
             index += 1
         return [best, *items]
