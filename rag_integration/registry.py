@@ -14,7 +14,14 @@ from typing import Any
 
 from rag_integration.core.contract.distributions import ENTRY_POINT_GROUP, describe_backend, distribution_of
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
-from rag_integration.core.errors import DuplicateBackendError, MalformedPluginError, PluginImportError, install_hint
+from rag_integration.core.errors import (
+    BackendUnavailableError,
+    DuplicateBackendError,
+    InvalidOptionError,
+    MalformedPluginError,
+    PluginImportError,
+    install_hint,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +101,34 @@ def discover_backends() -> list[type[SelectorFeatureGroup]]:
 def backend_classes() -> list[type[SelectorFeatureGroup]]:
     """Every backend a user can select: ``discover_backends()``."""
     return discover_backends()
+
+
+def selector_values(family: str) -> list[str]:
+    """The selector values of ``family``'s backends, installed or not, sorted."""
+    return sorted({str(cls.BACKEND) for cls in backend_classes() if cls.FAMILY == family})
+
+
+def backend_class(family: str, selector: str, value: str) -> type[SelectorFeatureGroup]:
+    """The installed backend class of ``family`` that ``value`` selects; an ``InvalidOptionError`` naming ``selector``
+    and listing the valid values, or a ``BackendUnavailableError`` naming the extra to install."""
+    candidates = {str(cls.BACKEND): cls for cls in backend_classes() if family == cls.FAMILY}
+    cls = candidates.get(value)
+    if cls is None:
+        raise InvalidOptionError(selector, value, "one of " + ", ".join(sorted(candidates)))
+    if not cls.is_installed():
+        raise BackendUnavailableError(
+            value, cls.EXTRA or "all", ", ".join(cls.REQUIRED_MODULES), distribution=distribution_of(cls)
+        )
+    return cls
+
+
+def installed_backends(names: Sequence[str] = ()) -> list[type[SelectorFeatureGroup]]:
+    """The installed backends, or only those ``names`` name by selector value or class name."""
+    return [
+        cls
+        for cls in backend_classes()
+        if cls.is_installed() and (not names or cls.__name__ in names or cls.BACKEND in names)
+    ]
 
 
 def _entry_point_order(entry_point: importlib.metadata.EntryPoint) -> tuple[str, str, str]:

@@ -246,7 +246,8 @@ def test_piped_output_is_never_wrapped(tmp_path: Path, capsys: pytest.CaptureFix
 def test_in_a_narrow_terminal_a_quote_keeps_its_indent_on_every_line() -> None:
     from rich.console import Console
 
-    from rag_integration.ask import answer_of, print_answers
+    from rag_integration.application.answers import answer_of
+    from rag_integration.cli.ask import print_answers
 
     passage = {"doc_id": "tyres.md", "text": LONG, "metadata": {"source": "tyres.md", "line_start": 3}}
     answer = answer_of("tyre pressure?", {"answer": f"{LONG} [1]", "citations": ["tyres.md"]}, [passage])

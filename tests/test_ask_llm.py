@@ -14,7 +14,8 @@ import pytest
 from llm_server import FakeChatServer, prompt_of, quoting_model, serve_module
 from rich.console import Console
 
-from rag_integration.ask import answer_of, error_of, print_answers
+from rag_integration.application.answers import answer_of, error_of
+from rag_integration.cli.ask import print_answers
 from rag_integration.cli import main
 
 SERVERS: dict[str, FakeChatServer] = {}

@@ -157,7 +157,7 @@ def test_search_files_embeds_only_what_changed_since_the_last_search(
 ) -> None:
     """``search --files`` keeps what it embedded in the user cache folder: a later process searching the same folder
     embeds nothing, and after an edit only the edited file; at most FILES_CACHE_STORES indexes stay."""
-    from rag_integration.cli import FILES_CACHE_STORES, files_cache_dir
+    from rag_integration.application.notes import FILES_CACHE_STORES, files_cache_dir
     from rag_integration.core.indexes.embedders import get_embedder
     from rag_integration.core.indexes.memory import forget_built
 

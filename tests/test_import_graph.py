@@ -110,3 +110,43 @@ def test_the_graph_sees_lazy_imports() -> None:
     """The check above would be empty if the parser missed imports inside functions."""
     assert "rag_integration.core.contract.feature_group" in GRAPH["rag_integration.core.contract.queries"]
     assert any(len(targets) > 3 for targets in GRAPH.values())
+
+
+def test_the_command_line_imports_only_the_application_and_the_console() -> None:
+    """The CLI parses, calls ``rag_integration.application`` and prints: the application's work never hides in it."""
+    cli = {name for name in MODULES if name == "rag_integration.cli" or name.startswith("rag_integration.cli.")}
+    assert cli, "no CLI package found"
+    allowed = ("rag_integration.cli", "rag_integration.application", "rag_integration.console")
+    wrong = [
+        f"{name} -> {target}"
+        for name in sorted(cli)
+        for target in sorted(GRAPH[name])
+        if not any(target == root or target.startswith(root + ".") for root in allowed)
+    ]
+    assert not wrong, "the CLI reaches past the application layer:\n" + "\n".join(wrong)
+    for name in cli:
+        source = MODULES[name].read_text(encoding="utf-8")
+        assert "mloda" not in {alias.split(".")[0] for alias in imported_roots(source)}, f"{name} imports mloda"
+        assert source.count("\n") <= 300, f"{name} has {source.count(chr(10))} lines: split it"
+
+
+def imported_roots(source: str) -> set[str]:
+    """Every module name ``source`` imports (absolute imports), wherever the import stands."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_features_run_through_mloda_in_one_module() -> None:
+    """``mlodaAPI.run_all`` is called by ``core.contract.run`` only; everyone else asks it (``run_features``)."""
+    calling = sorted(
+        name
+        for name, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "run_all"
+    )
+    assert calling == ["rag_integration.core.contract.run"]

@@ -7,7 +7,7 @@ each message names the option, the offending value (cut short) and what was expe
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from mloda.provider import PluginRegistryCollisionError
 
@@ -221,11 +221,46 @@ class MalformedPluginError(PluginError):
     """An entry point's manifest, or a backend class in it, breaks what its family declares."""
 
 
+class ArgumentError(ConnectorError):
+    """An argument of an application call (``rag_integration.application``) is wrong. ``detail`` names arguments as
+    ``{name}`` so each caller spells them its own way: Python by the parameter's name, the command line by its flag;
+    a value quoted into it goes through ``quoted`` so its braces stay text."""
+
+    def __init__(self, argument: str, detail: str) -> None:
+        self.argument = argument
+        self.detail = detail
+        super().__init__(f"argument '{argument}': {self.spelled(str)}")
+
+    def spelled(self, spell: Callable[[str], str]) -> str:
+        """``detail`` with each ``{name}`` written as ``spell(name)``."""
+        return self.detail.format_map(_Spelling(spell))
+
+    @staticmethod
+    def literal(text: str) -> str:
+        """``text`` made safe to stand in ``detail`` as it is."""
+        return text.replace("{", "{{").replace("}", "}}")
+
+    @staticmethod
+    def quoted(value: object) -> str:
+        """``repr(value)`` made safe to stand in ``detail``."""
+        return ArgumentError.literal(repr(value))
+
+
+class _Spelling(dict[str, str]):
+    def __init__(self, spell: Callable[[str], str]) -> None:
+        super().__init__()
+        self._spell = spell
+
+    def __missing__(self, name: str) -> str:
+        return self._spell(name)
+
+
 class DuplicateBackendError(PluginError, PluginRegistryCollisionError):
     """Two backend classes claim one selector value in one family: mloda's registry collision, named by both sides."""
 
 
 __all__ = [
+    "ArgumentError",
     "BackendUnavailableError",
     "ConnectorError",
     "ContractVersionError",

@@ -1,14 +1,12 @@
-"""Run every installed retrieve backend over the demo corpus through ``mlodaAPI.run_all`` and print a table."""
+"""Run every installed retrieve backend over the demo corpus through ``mlodaAPI.run_all`` (``core.contract.run``) and print a table."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from mloda.user import Feature, Options, PluginCollector, mlodaAPI
-from mloda.user.python_dict import PythonDictFramework
-
 from rag_integration.console import print_table
+from rag_integration.core.contract.run import run_feature
 from rag_integration.demo.corpus import DEMO_CORPUS, DEMO_QUERIES
 from rag_integration.feature_groups.connectors.retrieve import (
     BaseRetrieveConnector,
@@ -33,23 +31,8 @@ def run_demo(backends: Sequence[str] | None, top_k: int) -> int:
         return 1
     print(f"Demo corpus: {len(DEMO_CORPUS)} documents; {len(DEMO_QUERIES)} queries answered in one batched call.\n")
     for cls in chosen:
-        feature = Feature(
-            "retrieved_passages",
-            options=Options(
-                context={
-                    "retrieve_backend": cls.BACKEND,
-                    "query_text": DEMO_QUERIES,
-                    "corpus": DEMO_CORPUS,
-                    "top_k": top_k,
-                }
-            ),
-        )
-        result = mlodaAPI.run_all(
-            [feature],
-            compute_frameworks=[PythonDictFramework],
-            plugin_collector=PluginCollector.enabled_feature_groups({cls}),
-        )
-        rankings = result[0]["retrieved_passages"]
+        options = {"retrieve_backend": cls.BACKEND, "query_text": DEMO_QUERIES, "corpus": DEMO_CORPUS, "top_k": top_k}
+        rankings = run_feature("retrieved_passages", options, {cls})
         print(f"retrieve_backend = {cls.BACKEND!r} ({cls.__name__})")
         rows = [
             [query if passage["rank"] == 1 else "", str(passage["rank"]), passage["doc_id"], f"{passage['score']:.4f}"]

@@ -9,25 +9,16 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any
 
-from mloda.provider import FeatureGroup
-from mloda.user import Feature, Options, PluginCollector, mlodaAPI
-from mloda.user.python_dict import PythonDictFramework
-
 from rag_integration.console import print_table
+from rag_integration.core.contract.run import run_feature
 from rag_integration.demo.corpus import DEMO_CORPUS, DEMO_QUERIES
-from rag_integration.registry import backend_classes
+from rag_integration.registry import installed_backends
 
 STAGED_CORPUS = "docs__chunked__embedded__indexed"
 
 
 def run_one(feature_name: str, options: Mapping[str, Any]) -> list[Any]:
-    installed: set[type[FeatureGroup]] = {cls for cls in backend_classes() if cls.is_installed()}
-    result = mlodaAPI.run_all(
-        [Feature(feature_name, options=Options(context=dict(options)))],
-        compute_frameworks=[PythonDictFramework],
-        plugin_collector=PluginCollector.enabled_feature_groups(installed),
-    )
-    return list(next(frame for frame in result if feature_name in frame)[feature_name])
+    return run_feature(feature_name, options, installed_backends())
 
 
 def run_swap_demo(embedding_model: str = "minilm") -> int:

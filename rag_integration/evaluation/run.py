@@ -10,18 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mloda.user import Feature, Options, PluginCollector, mlodaAPI
-from mloda.user.python_dict import PythonDictFramework
-
-from rag_integration.core.contract.distributions import distribution_of
-from rag_integration.core.contract.feature_group import SelectorFeatureGroup
-from rag_integration.core.contract.frames import frame_column
+from rag_integration.core.contract.run import run_feature
 from rag_integration.core.documents.corpus import Corpus
-from rag_integration.core.errors import BackendUnavailableError, InvalidOptionError
 from rag_integration.evaluation.datasets import Dataset
 from rag_integration.evaluation.feature import RetrievalMetrics
 from rag_integration.evaluation.metrics import mean_scores, read_metrics
-from rag_integration.registry import backend_classes
+from rag_integration.registry import backend_class
 
 DEFAULT_DEPTH = 100
 """Passages retrieved per query: deep enough for Recall@100 and MAP over the first 100."""
@@ -76,15 +70,8 @@ def evaluate(
         )
     label = retrieve_backend if rerank_backend is None else f"{retrieve_backend}+{rerank_backend}"
     started = time.perf_counter()
-    result = mlodaAPI.run_all(
-        [Feature(RetrievalMetrics.FEATURE_NAME, options=Options(context=request))],
-        compute_frameworks=[PythonDictFramework],
-        plugin_collector=PluginCollector.enabled_feature_groups(groups),
-    )
+    per_query = run_feature(RetrievalMetrics.FEATURE_NAME, request, groups)
     seconds = time.perf_counter() - started
-    per_query = next(
-        frame_column(frame, RetrievalMetrics.FEATURE_NAME) for frame in result if RetrievalMetrics.FEATURE_NAME in frame
-    )
     return EvaluationResult(label, dataset.name, len(per_query), mean_scores(per_query, chosen), per_query, seconds)
 
 
@@ -93,16 +80,3 @@ def default_index_dir() -> Path:
     (``~/.cache/...``), so a dense index is embedded once per corpus and model, not once per run."""
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(cache) / "rag-integration" / "indexes"
-
-
-def backend_class(family: str, selector: str, value: str) -> type[SelectorFeatureGroup]:
-    """The installed backend class of ``family`` selected by ``value``, or a typed error listing the valid values."""
-    candidates = {str(cls.BACKEND): cls for cls in backend_classes() if family == cls.FAMILY}
-    cls = candidates.get(value)
-    if cls is None:
-        raise InvalidOptionError(selector, value, "one of " + ", ".join(sorted(candidates)))
-    if not cls.is_installed():
-        raise BackendUnavailableError(
-            value, cls.EXTRA or "all", ", ".join(cls.REQUIRED_MODULES), distribution=distribution_of(cls)
-        )
-    return cls

@@ -1,4 +1,4 @@
-"""Shared by the contract kits: run a feature through ``mlodaAPI.run_all`` (here or in a fresh process) and the
+"""Shared by the contract kits: run a feature (``core.contract.run``, here or in a fresh process) and the
 bad inputs every request with queries and a corpus must refuse."""
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mloda.provider import ComputeFramework, FeatureGroup
-from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
-from rag_integration.core.contract.frames import frame_column
+from rag_integration.core.contract.run import run_feature as run_one_feature
 from rag_integration.core.contract.schema import decode
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, MissingOptionError, UnknownOptionError
 from rag_integration.core.options import OptionReader
@@ -35,26 +34,14 @@ def run_feature(
     decoded by the shape the answering connector declares, so rows compare equal across frameworks.
     """
     groups = set(feature_groups)
-    wrapped = Options(group=dict(options)) if in_group else Options(context=dict(options))
-    result = mlodaAPI.run_all(
-        [Feature(feature_name, options=wrapped)],
-        compute_frameworks=[framework],
-        plugin_collector=PluginCollector.enabled_feature_groups(groups),
-    )
-    for frame in result:
-        if feature_name in frame_columns(frame):
-            values = frame_column(frame, feature_name)
-            if framework is PythonDictFramework:
-                return values
-            shape = _output_shape(feature_name, options, groups)
-            return [decode(value, shape) for value in values]
-    raise AssertionError(f"run_all returned no column '{feature_name}': {result!r}")
-
-
-def frame_columns(frame: Any) -> list[str]:
-    if isinstance(frame, Mapping):
-        return list(frame)
-    return list(getattr(frame, "column_names", None) or frame.columns)
+    try:
+        values = run_one_feature(feature_name, options, groups, in_group=in_group, framework=framework)
+    except LookupError as error:
+        raise AssertionError(str(error)) from error
+    if framework is PythonDictFramework:
+        return values
+    shape = _output_shape(feature_name, options, groups)
+    return [decode(value, shape) for value in values]
 
 
 def _output_shape(feature_name: str, options: Mapping[str, Any], groups: set[type[FeatureGroup]]) -> Any:

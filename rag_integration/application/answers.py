@@ -1,6 +1,5 @@
-"""What ``rag-integration ask`` shows: an answer with its ``[n]`` markers, then each cited source (file, chunk,
-page or lines, and the sentence quoted from it, or the model's claim it was checked against), or why there is no
-answer."""
+"""An answer as ``ask`` gives it: its text with ``[n]`` markers, each cited source (file, chunk, page or lines, and
+the sentence quoted from it, or the model's claim it was checked against), or why there is no answer."""
 
 from __future__ import annotations
 
@@ -11,11 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.padding import Padding
-from rich.text import Text
-
-from rag_integration.console import printable
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.text.lexical import missing_query_words
 
@@ -218,13 +212,13 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def read_questions(path: Path, data: bytes) -> list[str]:
+def read_questions(path: Path, data: bytes, option: str = "questions") -> list[str]:
     """Questions from a file: one per line, or JSON Lines whose objects hold a ``question`` (or ``query``, or
-    ``text``); blank lines are skipped."""
+    ``text``); blank lines are skipped. A wrong file is an ``InvalidOptionError`` naming ``option``."""
     try:
         content = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise InvalidOptionError("--questions", str(path), f"UTF-8 text (byte {error.start})") from error
+        raise InvalidOptionError(option, str(path), f"UTF-8 text (byte {error.start})") from error
     questions = []
     for number, line in enumerate(content.splitlines(), start=1):
         line = line.strip()
@@ -236,65 +230,16 @@ def read_questions(path: Path, data: bytes) -> list[str]:
             except (ValueError, RecursionError) as error:
                 detail = str(error) if isinstance(error, ValueError) else "nested too deeply"
                 raise InvalidOptionError(
-                    "--questions",
+                    option,
                     f"{path}:{number}",
                     f"a JSON object per line ({detail}); a plain question starts otherwise",
                 ) from error
             question = next((record[key] for key in QUESTION_KEYS if isinstance(record, dict) and key in record), None)
             if not isinstance(question, str) or not question.strip():
                 expected = "a JSON object with a non-empty 'question' (or 'query', 'text') string"
-                raise InvalidOptionError("--questions", f"{path}:{number}", expected)
+                raise InvalidOptionError(option, f"{path}:{number}", expected)
             line = question.strip()
         questions.append(line)
     if not questions:
-        raise InvalidOptionError("--questions", str(path), "at least one question")
+        raise InvalidOptionError(option, str(path), "at least one question")
     return questions
-
-
-INDENT = 4
-"""Columns a source's quotes and claims are indented by, kept on every line a terminal wraps them onto."""
-
-
-def print_answers(answers: Sequence[Answer], out: Console) -> None:
-    """Each answer, then its sources; a question above its answer when there are several. A quote is printed in
-    quotation marks; a model's claim is labelled as its claim, in its own words."""
-    for position, answer in enumerate(answers):
-        if position:
-            out.print()
-        if len(answers) > 1:
-            out.print(Text(printable(answer.question), style="bold"))
-        if answer.error is not None:
-            out.print(
-                Text(printable(f"error: {answer.error.get('type', 'Error')}: {answer.error.get('message', '')}"), "red")
-            )
-            continue
-        if not answer.text:
-            out.print(Text(f"No answer: {answer.reason}.", style="yellow"))
-            continue
-        out.print(Text(printable(answer.text)))
-        if answer.missing_words:
-            words = printable(", ".join(answer.missing_words))
-            out.print(
-                Text(f"(not in the cited passages: {words}; the answer may not be about what was asked)", "yellow")
-            )
-        if answer.unsupported:
-            dropped = len(answer.unsupported)
-            out.print(Text(f"({dropped} sentence(s) the model wrote were dropped: no passage supports them)", "yellow"))
-        out.print()
-        for source in answer.sources:
-            out.print(Text(f"[{source.number}] ", style="bold") + Text(printable(source.where())))
-            for quote in source.quotes:
-                _indented(out, Text(printable(f"“{quote}”"), style="dim"))
-            for claim in source.claims:
-                _indented(
-                    out, Text("the model's claim from it: ", style="italic") + Text(printable(claim), style="dim")
-                )
-
-
-def _indented(out: Console, text: Text) -> None:
-    """``text`` indented by ``INDENT``: on every line a terminal wraps it onto, and as one line when the console
-    does not wrap (piped or redirected output)."""
-    if out.soft_wrap:
-        out.print(Text(" " * INDENT) + text)
-    else:
-        out.print(Padding(text, (0, 0, 0, INDENT)))

@@ -1,0 +1,126 @@
+"""``ask``: answer questions from files or a persisted store, each answer citing the passages it quotes."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mloda.user import Feature, Options
+
+from rag_integration.application.answers import MAX_QUESTIONS_BYTES, Answer, answer_of, read_questions
+from rag_integration.application.arguments import backend, choose
+from rag_integration.application.notes import FILES_CACHE_STORES, NO_DOCUMENTS, RunNotes, files_cache_dir, prune_stores
+from rag_integration.application.requests import check_flashrank_dir, reranked, retrieval
+from rag_integration.core.contract.run import run_features
+from rag_integration.core.documents.files import read_named_file
+from rag_integration.core.errors import ArgumentError
+from rag_integration.core.progress import progress_display
+
+
+@dataclass(frozen=True)
+class AskResult:
+    """Each question's answer, in the order asked, and what the run noted beside them."""
+
+    answers: list[Answer]
+    notes: RunNotes
+
+
+def ask(question: str, **arguments: Any) -> Answer:
+    """One question's answer (``ask_all``'s arguments); what the run noted (a store older than its files) is issued
+    as a Python warning."""
+    result = ask_all([question], **arguments)
+    for warning in result.notes.warnings:
+        warnings.warn(warning, stacklevel=2)
+    return result.answers[0]
+
+
+def ask_all(
+    questions: Sequence[str],
+    *,
+    files: Sequence[Path | str] | None = None,
+    index_dir: Path | str | None = None,
+    backend_name: str = "bm25s",
+    chunker: str = "paragraph",
+    rerank: str | None = None,
+    flashrank_model_dir: Path | None = None,
+    generate: str = "extractive",
+    sentence_model: str = "overlap",
+    top_k: int = 3,
+    language: str = "auto",
+    embedding_model: str | None = None,
+    llm_base_url: str | None = None,
+    llm_model: str | None = None,
+    llm_api_key_env: str | None = None,
+    on_error: str = "raise",
+    progress: bool = False,
+    cache: bool = True,
+    notes: RunNotes | None = None,
+) -> AskResult:
+    """Answer ``questions`` from ``files`` (read, chunked and indexed by ``backend_name``) or the store in
+    ``index_dir``, optionally reranked, by the ``generate`` backend, in one run. ``notes`` (filled as the run goes,
+    also when it fails) says what the run noted beside its answers."""
+    notes = notes if notes is not None else RunNotes()
+    texts = list(questions)
+    if any(not text.strip() for text in texts):
+        raise ArgumentError("question", "a question holds no text (an unset shell variable?)")
+    if not texts:
+        raise ArgumentError("question / questions", "give a question, or {questions} FILE")
+    choose("on_error", on_error, ("raise", "row"))
+    request = retrieval(
+        texts,
+        top_k,
+        index_dir=None if index_dir is None else Path(index_dir),
+        files=None if files is None else [Path(path) for path in files],
+        backend_name=backend_name,
+        chunker=chunker,
+        embedding_model=embedding_model,
+        cache=cache,
+        notes=notes,
+        language=language,
+    )
+    request.options["return_metadata"] = True  # where each cited passage comes from
+    check_flashrank_dir(rerank, flashrank_model_dir)
+    if rerank is not None:
+        request = reranked(request, rerank, top_k, flashrank_model_dir, language)
+        request.options["return_metadata"] = True
+    generator = backend("generate", "generate", generate)
+    passages = request.as_feature(show_progress=progress)
+    llm = {"llm_base_url": llm_base_url, "llm_model": llm_model, "llm_api_key_env": llm_api_key_env}
+    answer_options: dict[str, Any] = {
+        "generate_backend": generate,
+        "query_text": texts,
+        "passages_source": passages,
+        "on_error": on_error,
+        "show_progress": progress,
+        **{key: value for key, value in llm.items() if value is not None},
+    }
+    if "sentence_model" in generator.declared_options():
+        answer_options["sentence_model"] = sentence_model
+    with progress_display(progress), notes.reading_files():
+        answer_feature = Feature("generated_answer", options=Options(context=answer_options))
+        columns = run_features([answer_feature, passages], {*request.groups, generator})
+    if index_dir is None and cache:
+        prune_stores(files_cache_dir(), keep=FILES_CACHE_STORES)
+    no_documents = NO_DOCUMENTS if notes.no_documents else None
+    answers = [
+        answer_of(text, row, ranking, no_documents)
+        for text, row, ranking in zip(texts, columns["generated_answer"], columns[request.feature], strict=True)
+    ]
+    return AskResult(answers, notes)
+
+
+def questions_from(path: Path, option: str = "questions") -> list[str]:
+    """The questions of a file (``-``: standard input), at most ``MAX_QUESTIONS_BYTES`` of them; a file that cannot
+    be read or holds none is a typed error naming ``option``."""
+    data = (
+        sys.stdin.buffer.read(MAX_QUESTIONS_BYTES + 1)
+        if str(path) == "-"
+        else read_named_file(path, option, MAX_QUESTIONS_BYTES)
+    )
+    if len(data) > MAX_QUESTIONS_BYTES:
+        raise ArgumentError("questions", f"at most {MAX_QUESTIONS_BYTES:,} bytes of questions")
+    return read_questions(path, data, option)

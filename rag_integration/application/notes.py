@@ -1,0 +1,86 @@
+"""What a run says beside its answer (a store older than its files, the files it did not read), and the user cache
+that ``search``/``ask`` over files keep their indexes in."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rag_integration.core.documents.files import READ_FILES, SKIPPED_FILES, FileRules, ReadFile, SkippedFile
+from rag_integration.core.documents.source_record import changes_since
+from rag_integration.core.errors import ConnectorError
+from rag_integration.core.indexes.store import current_version
+from rag_integration.evaluation.run import default_index_dir
+from rag_integration.feature_groups.rag_pipeline.documents.file_source import SUFFIXES
+
+NO_DOCUMENTS = "no documents: none of the files given could be read"
+
+
+@dataclass
+class RunNotes:
+    """Filled while a run goes, so a caller can show it even when the run fails."""
+
+    files_given: bool = False
+    warnings: list[str] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+    read: list[ReadFile] = field(default_factory=list)
+
+    @property
+    def no_documents(self) -> bool:
+        """Files were given and none of them could be read (each one read was then found to hold no text)."""
+        unread = {os.path.realpath(file.path) for file in self.skipped}
+        return self.files_given and all(file.path in unread for file in self.read)
+
+    @contextmanager
+    def reading_files(self) -> Iterator[None]:
+        """Collect the files the run in this block reads and skips (the logs are process-wide: what an earlier run
+        left in them is dropped first)."""
+        READ_FILES.take()
+        SKIPPED_FILES.take()
+        try:
+            yield
+        finally:
+            self.skipped += SKIPPED_FILES.take()
+            self.read += READ_FILES.take()
+
+    def warn_if_stale(self, index_dir: Path) -> None:
+        """A warning when the files a store was indexed from changed since (``index`` keeps their record)."""
+        try:
+            live = current_version(index_dir, "index_dir")
+        except ConnectorError:
+            return  # the search itself reports a broken store
+        changes = None if live is None else changes_since(index_dir, live.name, FileRules(suffixes=SUFFIXES))
+        if changes:
+            self.warnings.append(
+                f"{index_dir} is out of date: {changes.describe()} since it was indexed; "
+                "run `rag-integration index` again to update it"
+            )
+
+
+FILES_CACHE_STORES = 8
+"""Indexes of searched folders kept in the user cache; the embeddings and analysed text they share stay."""
+
+
+def files_cache_dir() -> Path:
+    """Where ``search``/``ask`` over files keep what they built: ``files/`` beside the evaluation's indexes."""
+    return default_index_dir().parent / "files"
+
+
+def prune_stores(folder: Path, keep: int) -> None:
+    """Remove all but the ``keep`` most recently written index stores of ``folder`` (folders ``<backend>-<hash>``
+    beside ``embeddings/`` and ``analysis/``, which every index reuses)."""
+    try:
+        stores = [entry for entry in folder.iterdir() if entry.is_dir() and STORE_NAME.fullmatch(entry.name)]
+    except OSError:
+        return
+    stores.sort(key=lambda entry: (entry.stat().st_mtime, entry.name), reverse=True)
+    for stale in stores[keep:]:
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+STORE_NAME = re.compile(r"[a-z0-9_]+-[0-9a-f]{20}")
