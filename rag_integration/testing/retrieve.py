@@ -180,7 +180,7 @@ class RetrieveContractTests(ContractKit):
         forget_built()
         second = self.retrieve(query_text=["cat", "engine oil"], corpus=CORPUS, index_dir=str(tmp_path))
         assert second == first
-        if self.connector_class().STORES_INDEX:
+        if self.connector_class().stores_index():
             assert INDEX_CACHE.stats.builds == 0 and INDEX_CACHE.stats.loads >= 1
         else:  # the index is derived again from the analysed corpus kept in index_dir, no text analysed again
             assert ANALYSIS_MEMO.stats.analysed == 0 and ANALYSIS_MEMO.stats.reused == len(CORPUS)

@@ -54,8 +54,9 @@ RETRIEVERS: list[tuple[type[Any], dict[str, Any]]] = [
     (FaissDenseRetriever, {"embedding_model": "hash", "faiss_index": "ivf"}),
     (HybridRrfRetriever, {"embedding_model": "hash"}),
 ]
-STORING_RETRIEVERS = [(connector, extra) for connector, extra in RETRIEVERS if connector.STORES_INDEX]
-"""bm25s keeps only its analysed corpus in ``index_dir`` (tested below and by the kit), not its index."""
+STORING_RETRIEVERS = [(connector, extra) for connector, extra in RETRIEVERS if connector.stores_index()]
+"""bm25s keeps only its analysed corpus in ``index_dir`` (tested below and by the kit), not its index; hybrid_rrf
+nothing beyond its rankers' own stores."""
 
 
 @pytest.fixture(autouse=True)

@@ -101,9 +101,6 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
     OPTIONS: ClassVar[tuple[str, ...]] = option_keys(TOP_K, FILTERS, RETURN_METADATA, INDEX_DIR, EXPLAIN)
     SOURCES: ClassVar[tuple[Source, ...]] = (QUERIES, CORPUS)
     CORPUS_REQUIRED: ClassVar[bool] = True
-    STORES_INDEX: ClassVar[bool] = True
-    """False for a backend that keeps in ``index_dir`` only what it builds from (bm25s: the analysed corpus) and
-    derives its index from that in linear time: an updated corpus then writes the change, not a second copy."""
     """False for a backend whose documents come with its index (``open_index`` reads both from ``index_dir``)."""
 
     @classmethod
@@ -188,7 +185,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
     @classmethod
     def index_key(cls, documents: Sequence[Document], settings: S) -> IndexKey:
         """The cache key of the index for ``documents`` under these settings (search-only settings excluded)."""
-        return cls._key(documents, cls.index_settings(settings))
+        return cls.shared_key(documents, cls.index_settings(settings))
 
     @classmethod
     def cached_index(cls, documents: Sequence[Document], settings: S, index_dir: Path | None) -> I:
@@ -198,18 +195,20 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
     @classmethod
     def shared_index(cls, documents: Sequence[Document], index_settings: K, index_dir: Path | None = None) -> I:
         """``cached_index`` given the index settings themselves, for a backend built on others' indexes."""
+        stored = cls.stores_index()
         index: I = INDEX_CACHE.get_or_build(
-            cls._key(documents, index_settings),
+            cls.shared_key(documents, index_settings),
             lambda: cls.build_index(documents, index_settings),
             index_dir=index_dir,
-            save=cls.save_index if cls.STORES_INDEX else None,
-            load=(lambda folder: cls.load_index(folder, index_settings, documents)) if cls.STORES_INDEX else None,
-            keep=None if cls.STORES_INDEX else lambda folder: cls.keep_stored(documents, index_settings, folder),
+            save=cls.save_index if stored else None,
+            load=(lambda folder: cls.load_index(folder, index_settings, documents)) if stored else None,
+            keep=None if stored else lambda folder: cls.keep_stored(documents, index_settings, folder),
         )
         return index
 
     @classmethod
-    def _key(cls, documents: Sequence[Document], index_settings: K) -> IndexKey:
+    def shared_key(cls, documents: Sequence[Document], index_settings: K) -> IndexKey:
+        """``index_key`` given the index settings themselves: the key ``shared_index`` keeps its index under."""
         assert cls.BACKEND is not None
         return IndexKey.of(cls.BACKEND, index_settings, corpus_fingerprint(documents))
 
@@ -275,8 +274,19 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         return [[{"kind": "score"} for _ in query.hits] for query in ranked]
 
     @classmethod
+    def stores_index(cls) -> bool:
+        """Whether ``index_dir`` keeps this backend's index itself: it implements ``save_index`` and ``load_index``.
+
+        That is the one way an index is persisted. A backend that implements neither makes its index from parts
+        kept in ``index_dir`` by what made them (bm25s: its analysed corpus, ``ANALYSIS_MEMO``; hybrid_rrf: its
+        rankers' indexes, each stored its own way), so an updated corpus writes the change, not a second copy;
+        ``keep_stored`` asks for those parts again when the index is answered from memory."""
+        return cls.save_index.__func__ is not BaseRetrieveConnector.save_index.__func__  # type: ignore[attr-defined]
+
+    @classmethod
     def save_index(cls, index: I, folder: Path) -> None:
-        """Write the index's files into ``folder`` (a fresh staging folder of ``core.indexes.store``).
+        """Write the index's files into ``folder`` (a fresh staging folder of ``core.indexes.store``); implemented
+        with ``load_index``, or neither (``stores_index``).
 
         Args:
             index: what ``build_index`` returned.
@@ -288,13 +298,13 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         raise NotImplementedError
 
     @classmethod
-    def keep_stored(cls, documents: Sequence[Document], settings: K, index_dir: Path) -> None:
-        """Only for ``STORES_INDEX = False``: when the index is answered from memory, make ``index_dir`` hold again
-        what ``build_index`` keeps there (it may have been deleted or replaced since); best effort, never raising."""
-        raise NotImplementedError
-
-    @classmethod
     def load_index(cls, folder: Path, settings: K, documents: Sequence[Document]) -> I:
         """The index read back from ``folder`` (files already checked against their manifest), built around the
         request's ``settings`` and checked against ``documents``: a file never chooses code, a class or a model."""
         raise NotImplementedError
+
+    @classmethod
+    def keep_stored(cls, documents: Sequence[Document], settings: K, index_dir: Path) -> None:
+        """For a backend that stores no index of its own (``stores_index``), on a request answered from memory: make
+        ``index_dir`` hold again the parts ``build_index`` keeps there (they may have been deleted or replaced since);
+        best effort, never raising. By default there are none."""

@@ -1,7 +1,8 @@
 """Hybrid retrieval: reciprocal-rank fusion of the bm25s and faiss rankings, following the embedder's languages.
 
-Each ranker's index is the one a ``bm25s`` or ``faiss`` request on the same corpus uses (shared in memory); the
-pair is cached, persisted and shipped as one index under the hybrid's own key. A dense ranking is only fused where
+Each ranker's index is the one a ``bm25s`` or ``faiss`` request on the same corpus uses, shared in memory and in
+``index_dir`` (each ranker stores its own, the hybrid nothing more); the pair is cached and shipped as one index
+under the hybrid's own key. A dense ranking is only fused where
 its model knows the language: a query in a language the embedder was not trained on is ranked by bm25s alone, and
 a document in such a language takes its bm25s rank in place of a dense one.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rag_integration.core.documents.corpus import Document
-from rag_integration.core.indexes.cache import approximate_bytes
+from rag_integration.core.indexes.cache import INDEX_CACHE, approximate_bytes, building_into
 from rag_integration.core.options import OptionReader, option, read_options
 from rag_integration.core.ranking.explain import rrf_contributions
 from rag_integration.core.ranking.fusion import MIN_RRF_K, fuse_ranks, read_rrf_weights
@@ -118,6 +119,11 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = Bm25sRetriever.REQUIRED_MODULES + FaissDenseRetriever.REQUIRED_MODULES
 
     @classmethod
+    def certification_adapter(cls) -> dict[str, Any]:
+        """Its dense ranking finds passages for a query sharing no word with the corpus."""
+        return {"matches_by_word_overlap": False}
+
+    @classmethod
     def read_settings(cls, reader: OptionReader) -> HybridSettings:
         fusion = read_options(FusionOptions, reader)
         return HybridSettings(
@@ -136,11 +142,19 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
 
     @classmethod
     def build_index(cls, documents: Sequence[Document], settings: HybridIndexSettings) -> HybridIndex:
+        """Each ranker's index as a request of its own gets it: from memory, else from ``index_dir``, else built."""
         rankers = tuple(
-            ranker.shared_index(documents, ranker_settings)
+            ranker.shared_index(documents, ranker_settings, building_into())
             for ranker, ranker_settings in zip(RANKERS, (settings.bm25s, settings.faiss), strict=True)
         )
         return HybridIndex(rankers, tuple(document.doc_id for document in documents))
+
+    @classmethod
+    def keep_stored(cls, documents: Sequence[Document], settings: HybridIndexSettings, index_dir: Path) -> None:
+        """Each ranker still in memory asked for again with ``index_dir``, which keeps its store there."""
+        for ranker, ranker_settings in zip(RANKERS, (settings.bm25s, settings.faiss), strict=True):
+            if ranker.shared_key(documents, ranker_settings) in INDEX_CACHE:
+                ranker.shared_index(documents, ranker_settings, index_dir)
 
     @classmethod
     def search(
@@ -175,21 +189,6 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
                 ]
             )
         return explained
-
-    @classmethod
-    def save_index(cls, index: HybridIndex, folder: Path) -> None:
-        for ranker, ranker_index in zip(RANKERS, index.rankers, strict=True):
-            assert ranker.BACKEND is not None
-            (folder / ranker.BACKEND).mkdir()
-            ranker.save_index(ranker_index, folder / ranker.BACKEND)
-
-    @classmethod
-    def load_index(cls, folder: Path, settings: HybridIndexSettings, documents: Sequence[Document]) -> HybridIndex:
-        rankers = tuple(
-            ranker.load_index(folder / str(ranker.BACKEND), ranker_settings, documents)
-            for ranker, ranker_settings in zip(RANKERS, (settings.bm25s, settings.faiss), strict=True)
-        )
-        return HybridIndex(rankers, tuple(document.doc_id for document in documents))
 
 
 @dataclass(frozen=True)
