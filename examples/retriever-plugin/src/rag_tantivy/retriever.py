@@ -131,8 +131,6 @@ class TantivyRetriever(BaseRetrieveConnector[TantivySettings, TantivyIndexSettin
     SETTINGS: ClassVar[type[Any] | None] = TantivySettings
     EXTRA: ClassVar[str | None] = "tantivy"  # pip install "rag-integration-tantivy[tantivy]" (or the bare name)
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("tantivy",)
-    STORES_INDEX: ClassVar[bool] = False
-    """``index_dir`` keeps the analysed corpus, not Tantivy's segments: the index is made again from it in RAM."""
 
     @classmethod
     def index_settings(cls, settings: TantivySettings) -> TantivyIndexSettings:
@@ -148,6 +146,8 @@ class TantivyRetriever(BaseRetrieveConnector[TantivySettings, TantivyIndexSettin
 
     @classmethod
     def keep_stored(cls, documents: Sequence[Document], settings: TantivyIndexSettings, index_dir: Path) -> None:
+        """``index_dir`` keeps the analysed corpus, not Tantivy's segments (no ``save_index``): the index is made
+        again from it in RAM. Answered from memory, the analysed corpus is stored again if it went missing."""
         ANALYSIS_MEMO.keep_stored(documents, settings.analysis_settings(), index_dir)
 
     @classmethod
