@@ -20,7 +20,7 @@ from rag_integration.core.contract.declarations import check_request_options
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.contract.mloda_logging import MLODA_RUN_LOGGER, ConnectorErrorTracebackFilter
 from rag_integration.core.deadline import Budget, Deadline, deadline_scope, within_deadline
-from rag_integration.core.indexes import cache as index_cache
+from rag_integration.core.indexes import retention
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexCache, IndexKey
 from rag_integration.feature_groups.connectors.errors import (
     ConnectorError,
@@ -273,13 +273,13 @@ def test_configure_index_cache_bounds_entries_and_bytes() -> None:
 
 def test_the_cache_bounds_can_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAG_INDEX_CACHE_ENTRIES", " 3 ")
-    assert index_cache.bound_from_environment("RAG_INDEX_CACHE_ENTRIES", 8) == 3
+    assert retention.bound_from_environment("RAG_INDEX_CACHE_ENTRIES", 8) == 3
     monkeypatch.delenv("RAG_INDEX_CACHE_ENTRIES")
-    assert index_cache.bound_from_environment("RAG_INDEX_CACHE_ENTRIES", 8) == 8
+    assert retention.bound_from_environment("RAG_INDEX_CACHE_ENTRIES", 8) == 8
     for bad in ("-1", "lots", "1e9"):
         monkeypatch.setenv("RAG_INDEX_CACHE_BYTES", bad)
         with pytest.raises(InvalidOptionError, match="RAG_INDEX_CACHE_BYTES"):
-            index_cache.bound_from_environment("RAG_INDEX_CACHE_BYTES", 1)
+            retention.bound_from_environment("RAG_INDEX_CACHE_BYTES", 1)
 
 
 def test_the_byte_bound_evicts_least_recently_used_and_skips_an_oversized_index() -> None:

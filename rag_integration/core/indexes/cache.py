@@ -3,6 +3,7 @@
 An index is keyed by (backend, backend settings, corpus fingerprint), so a changed corpus or
 setting is a different key and can never be served a stale index. An index built elsewhere (on a Spark
 driver, say) can be shipped pickled and ``install``-ed under its key, so a worker never builds it again.
+The LRU, its bounds, the stored marks and the pruning of an ``index_dir`` are ``core.indexes.retention``'s.
 """
 
 from __future__ import annotations
@@ -18,16 +19,23 @@ import pickle
 import sys
 import threading
 import typing
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
+from rag_integration.core.errors import IndexMismatchError
+from rag_integration.core.indexes.retention import (
+    BoundedLru,
+    Limit,
+    StoreMarks,
+    checked_bound,
+    keeping_versions,
+    prune_index_stores,
+    versions_kept,
+)
 from rag_integration.core.indexes.store import (
     StoreClaim,
-    live_version_name,
     load_version,
     pointer_state,
     read_store,
@@ -41,6 +49,8 @@ DEFAULT_CAPACITY = 8
 DEFAULT_MAX_BYTES = 2 * 1024**3
 ENTRIES_VARIABLE = "RAG_INDEX_CACHE_ENTRIES"
 BYTES_VARIABLE = "RAG_INDEX_CACHE_BYTES"
+ENTRIES = Limit(ENTRIES_VARIABLE, DEFAULT_CAPACITY)
+BYTES = Limit(BYTES_VARIABLE, DEFAULT_MAX_BYTES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,21 +87,12 @@ class CacheStats:
     installs: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class _StoredMark:
-    """The store version last verified (or written) for a key and the ``CURRENT`` state that named it."""
-
-    version: str
-    pointer: tuple[int, int, int]
-
-
 @dataclass(slots=True)
 class _KeyLock:
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
     users: int = 0
 
 
-_MISSING = object()
 IndexT = TypeVar("IndexT")
 
 
@@ -104,31 +105,31 @@ class IndexCache:
     lock of their key, so a cold build never blocks another key's hits and one key is never built twice at once."""
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        self._entries: OrderedDict[IndexKey, object] = OrderedDict()
-        self._sizes: dict[IndexKey, int] = {}
-        self._marks: dict[IndexKey, _StoredMark] = {}
+        self._entries: BoundedLru[IndexKey, object] = BoundedLru(capacity, max_bytes)
+        self._marks = StoreMarks()
         self._key_locks: dict[IndexKey, _KeyLock] = {}
-        self._lock = threading.RLock()
-        self.capacity = capacity
-        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
         self.stats = CacheStats()
 
+    @property
+    def capacity(self) -> int:
+        return self._entries.max_entries or 0
+
+    @property
+    def max_bytes(self) -> int:
+        return self._entries.max_bytes or 0
+
     def resize(self, capacity: int, max_bytes: int | None = None) -> None:
-        with self._lock:
-            self.capacity = capacity
-            if max_bytes is not None:
-                self.max_bytes = max_bytes
-            self._evict()
+        self._entries.resize(capacity, self.max_bytes if max_bytes is None else max_bytes)
 
     @property
     def total_bytes(self) -> int:
-        return sum(self._sizes.values())
+        return self._entries.total_bytes
 
     def clear(self) -> None:
+        self._entries.clear()
+        self._marks.clear()
         with self._lock:
-            self._entries.clear()
-            self._sizes.clear()
-            self._marks.clear()
             self.stats = CacheStats()
 
     def __len__(self) -> int:
@@ -146,52 +147,62 @@ class IndexCache:
         save: Callable[[IndexT, Path], None] | None = None,
         load: Callable[[Path], IndexT] | None = None,
         keep: Callable[[Path], None] | None = None,
+        keep_versions: int | None = None,
     ) -> IndexT:
         """The index for ``key``: from memory, else loaded from ``index_dir``, else built (and saved there). A stored
         index that fails its checks (``IndexMismatchError``) is logged, rebuilt and written again. On a hit the store
         is checked again (and written again if it changed) only when its ``CURRENT`` file changed; an index that is
-        not stored itself has ``keep(index_dir)`` look after what its build keeps there instead."""
+        not stored itself has ``keep(index_dir)`` look after what its build keeps there instead.
+
+        Writing an index prunes ``index_dir`` to the ``keep_versions`` latest stores of its backend; None takes the
+        value of the index being built around this one (a hybrid's rankers), else ``DEFAULT_KEEP_VERSIONS``. The
+        build and ``keep`` run with it too (``retention.versions_kept``), so what they store is pruned alike."""
         folder = Path(index_dir) / key.folder_name() if index_dir is not None else None
         kept = self._hit(key)
-        if kept is not _MISSING:
+        if kept is not None:
             index = _as_index(kept, build)
             if folder is not None and save is not None:
-                self._keep_stored(key, folder, index, save)
+                self._keep_stored(key, folder, index, save, _kept(keep_versions))
             elif index_dir is not None and keep is not None:
-                keep(Path(index_dir))
+                with keeping_versions(_kept(keep_versions)):
+                    keep(Path(index_dir))
             return index
+        versions = _kept(keep_versions)
         with self._key_lock(key):
             kept = self._hit(key)
-            if kept is not _MISSING:
+            if kept is not None:
                 return _as_index(kept, build)
             loaded: IndexT | None = None
-            mark: _StoredMark | None = None
             if folder is not None and load is not None:
                 with step(f"loading the {key.backend} index from {folder}"):
-                    loaded, mark = _load(folder, key, load)
+                    loaded = self._load(folder, key, load)
             if loaded is not None:
                 index = loaded
                 with self._lock:
                     self.stats.loads += 1
             else:
-                with step(f"building the {key.backend} index"), _building_into(index_dir):
+                with (
+                    step(f"building the {key.backend} index"),
+                    _building_into(index_dir),
+                    keeping_versions(versions),
+                ):
                     index = build()
                 with self._lock:
                     self.stats.builds += 1
                 if folder is not None and save is not None:
-                    mark = _save(folder, key, index, save)
-            self._remember(key, index, mark)
+                    self._save(folder, key, index, save, versions)
+            self._remember(key, index)
             return index
 
     def get_or_load(self, key: IndexKey, load: Callable[[], IndexT]) -> IndexT:
         """The index for ``key`` from memory, else read by ``load`` from a folder this cache does not manage (a
         vector store written by the pipeline): counted as a load, since nothing is built."""
         kept = self._hit(key)
-        if kept is not _MISSING:
+        if kept is not None:
             return _as_index(kept, load)
         with self._key_lock(key):
             kept = self._hit(key)
-            if kept is not _MISSING:
+            if kept is not None:
                 return _as_index(kept, load)
             index = load()
             with self._lock:
@@ -206,13 +217,12 @@ class IndexCache:
             self.stats.installs += 1
         self._remember(key, index)
 
-    def _hit(self, key: IndexKey) -> object:
-        with self._lock:
-            if key not in self._entries:
-                return _MISSING
-            self._entries.move_to_end(key)
-            self.stats.hits += 1
-            return self._entries[key]
+    def _hit(self, key: IndexKey) -> object | None:
+        kept = self._entries.get(key)
+        if kept is not None:
+            with self._lock:
+                self.stats.hits += 1
+        return kept
 
     @contextlib.contextmanager
     def _key_lock(self, key: IndexKey) -> Iterator[None]:
@@ -228,7 +238,14 @@ class IndexCache:
                 if slot.users == 0:
                     del self._key_locks[key]
 
-    def _keep_stored(self, key: IndexKey, folder: Path, index: IndexT, save: Callable[[IndexT, Path], None]) -> None:
+    def _keep_stored(
+        self,
+        key: IndexKey,
+        folder: Path,
+        index: IndexT,
+        save: Callable[[IndexT, Path], None],
+        keep_versions: int,
+    ) -> None:
         """Write a kept index to its store again when the store no longer holds it intact; the store is verified
         (listed and hashed) only when ``CURRENT`` changed since it was last verified or written.
 
@@ -236,54 +253,64 @@ class IndexCache:
         process deleting ``index_dir`` mid-write, a full disk) is logged and tried again on the next hit instead of
         failing a query that does not need the folder. A folder that cannot be written on a cold build still fails
         that request (``get_or_build``), since there the request's ``index_dir`` is what is wrong."""
-        with self._lock:
-            mark = self._marks.get(key)
-        if mark is not None and pointer_state(folder) == mark.pointer:
+        if self._marks.holds(folder, key):
             return
         with self._key_lock(key):
             state = pointer_state(folder)
             version = verified_version(folder)
             if version is not None and version.claim.same_as(key.claim()):
-                new_mark = _mark(folder, version.name, state)
-            else:
-                try:
-                    new_mark = _save(folder, key, index, save)
-                except Exception as error:  # any library's write error: the answer does not depend on the store
-                    LOGGER.warning(
-                        "index_dir: could not store the index again in %s (answering from memory, will retry): %s: %s",
-                        folder,
-                        type(error).__name__,
-                        error,
-                    )
-                    new_mark = None
-            with self._lock:
-                if key in self._entries:
-                    self._set_mark(key, new_mark)
+                self._marks.note(folder, key, version.name, state)
+                return
+            try:
+                self._save(folder, key, index, save, keep_versions)
+            except Exception as error:  # any library's write error: the answer does not depend on the store
+                self._marks.forget(folder)
+                LOGGER.warning(
+                    "index_dir: could not store the index again in %s (answering from memory, will retry): %s: %s",
+                    folder,
+                    type(error).__name__,
+                    error,
+                )
 
-    def _remember(self, key: IndexKey, index: object, mark: _StoredMark | None = None) -> None:
+    def _remember(self, key: IndexKey, index: object) -> None:
         if self.capacity <= 0:
             return
-        size = approximate_bytes(index)
-        with self._lock:
-            if size > self.max_bytes or self.capacity <= 0:
-                return
-            self._entries[key] = index
-            self._sizes[key] = size
-            self._set_mark(key, mark)
-            self._entries.move_to_end(key)
-            self._evict()
+        self._entries.put(key, index, approximate_bytes(index))
 
-    def _set_mark(self, key: IndexKey, mark: _StoredMark | None) -> None:
-        if mark is None:
-            self._marks.pop(key, None)
-        else:
-            self._marks[key] = mark
+    def _load(self, folder: Path, key: IndexKey, load: Callable[[Path], IndexT]) -> IndexT | None:
+        """The index stored in ``folder`` (its store marked as verified), or None when there is none or it fails a
+        check (logged: it is rebuilt)."""
 
-    def _evict(self) -> None:
-        while self._entries and (len(self._entries) > self.capacity or self.total_bytes > self.max_bytes):
-            key, _ = self._entries.popitem(last=False)
-            self._sizes.pop(key, None)
-            self._marks.pop(key, None)
+        def check(claim: StoreClaim) -> None:
+            if not claim.same_as(key.claim()):
+                raise IndexMismatchError("index_dir", str(folder), f"the index of this request ({key.backend})")
+
+        state = pointer_state(folder)
+        try:
+            found = read_store(folder, check, lambda version: load_version(version, load))
+        except IndexMismatchError as error:
+            LOGGER.warning(
+                "index_dir: the stored %s index is unusable, rebuilding it from the corpus: %s", key.backend, error
+            )
+            return None
+        if found is None:
+            return None
+        self._marks.note(folder, key, found[0].name, state)
+        return found[1]
+
+    def _save(
+        self,
+        folder: Path,
+        key: IndexKey,
+        index: IndexT,
+        save: Callable[[IndexT, Path], None],
+        keep_versions: int,
+    ) -> None:
+        """Write the index as its store's new version, mark it, and prune ``index_dir`` to the latest
+        ``keep_versions`` stores of this backend, so a caller whose corpus keeps changing keeps a bounded folder."""
+        version = write_store(folder, key.claim(), lambda staging: save(index, staging))
+        self._marks.note(folder, key, version, pointer_state(folder))
+        prune_index_stores(folder.parent, keep_versions, backend=key.backend, spare=folder.name)
 
 
 class _ByteCounter:
@@ -316,6 +343,10 @@ def building_into() -> Path | None:
     return _INDEX_DIR.get()
 
 
+def _kept(keep_versions: int | None) -> int:
+    return versions_kept() if keep_versions is None else keep_versions
+
+
 def _as_index(kept: object, made_by: Callable[..., IndexT]) -> IndexT:
     """A kept index as the type its maker makes: a key names its backend and settings, so what is kept under it
     was made by the same maker."""
@@ -337,39 +368,6 @@ def approximate_bytes(index: object) -> int:
     return counter.count
 
 
-def _mark(folder: Path, version: str, state: tuple[int, int, int] | None) -> _StoredMark | None:
-    """A mark for ``version`` when ``CURRENT`` still names it and has not changed since ``state`` was taken."""
-    if state is None or live_version_name(folder) != version or pointer_state(folder) != state:
-        return None
-    return _StoredMark(version, state)
-
-
-def _load(folder: Path, key: IndexKey, load: Callable[[Path], IndexT]) -> tuple[IndexT | None, _StoredMark | None]:
-    """The index stored in ``folder`` and its mark, or None when there is none or it fails a check (logged: it is
-    rebuilt)."""
-
-    def check(claim: StoreClaim) -> None:
-        if not claim.same_as(key.claim()):
-            raise IndexMismatchError("index_dir", str(folder), f"the index of this request ({key.backend})")
-
-    state = pointer_state(folder)
-    try:
-        found = read_store(folder, check, lambda version: load_version(version, load))
-    except IndexMismatchError as error:
-        LOGGER.warning(
-            "index_dir: the stored %s index is unusable, rebuilding it from the corpus: %s", key.backend, error
-        )
-        return None, None
-    if found is None:
-        return None, None
-    return found[1], _mark(folder, found[0].name, state)
-
-
-def _save(folder: Path, key: IndexKey, index: IndexT, save: Callable[[IndexT, Path], None]) -> _StoredMark | None:
-    version = write_store(folder, key.claim(), lambda staging: save(index, staging))
-    return _mark(folder, version, pointer_state(folder))
-
-
 def configure_index_cache(*, max_entries: int | None = None, max_bytes: int | None = None) -> None:
     """Bound the process-wide index cache: at most ``max_entries`` indexes (0: keep none) and ``max_bytes`` of them.
 
@@ -377,29 +375,9 @@ def configure_index_cache(*, max_entries: int | None = None, max_bytes: int | No
     its value; at import the bounds come from ``RAG_INDEX_CACHE_ENTRIES`` / ``RAG_INDEX_CACHE_BYTES`` when set
     (defaults 8 entries and 2 GiB). Shrinking evicts the least recently used indexes at once.
     """
-    entries = INDEX_CACHE.capacity if max_entries is None else _bound("max_entries", max_entries)
-    size = None if max_bytes is None else _bound("max_bytes", max_bytes)
+    entries = INDEX_CACHE.capacity if max_entries is None else checked_bound("max_entries", max_entries)
+    size = None if max_bytes is None else checked_bound("max_bytes", max_bytes)
     INDEX_CACHE.resize(entries, size)
 
 
-def _bound(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidOptionError(name, value, "an int >= 0")
-    return value
-
-
-def bound_from_environment(variable: str, default: int) -> int:
-    """An int >= 0 from an environment variable, ``default`` when unset; anything else is a typed error."""
-    raw = os.environ.get(variable)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        return _bound(variable, int(raw.strip()))
-    except ValueError as error:
-        raise InvalidOptionError(variable, raw, "an int >= 0 (environment variable)") from error
-
-
-INDEX_CACHE = IndexCache(
-    bound_from_environment(ENTRIES_VARIABLE, DEFAULT_CAPACITY),
-    bound_from_environment(BYTES_VARIABLE, DEFAULT_MAX_BYTES),
-)
+INDEX_CACHE = IndexCache(ENTRIES.read(), BYTES.read())

@@ -10,7 +10,6 @@ import logging
 import os
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,8 +17,8 @@ import numpy as np
 
 from rag_integration.core.documents.files import read_regular_file
 from rag_integration.core.errors import ConnectorError
-from rag_integration.core.indexes.cache import bound_from_environment
 from rag_integration.core.indexes.embedders import Embedder, Vectors
+from rag_integration.core.indexes.retention import BoundedLru, Limit
 from rag_integration.core.indexes.store import load_npy
 
 LOGGER = logging.getLogger("rag_integration")
@@ -33,26 +32,29 @@ MAX_SHARD_ROWS = 1_000_000
 MEMO_BYTES_VARIABLE = "RAG_EMBEDDING_MEMO_BYTES"
 DEFAULT_MEMO_BYTES = 256 * 1024 * 1024
 """About 170,000 MiniLM vectors; the least recently used go first."""
+MEMO_BYTES = Limit(MEMO_BYTES_VARIABLE, DEFAULT_MEMO_BYTES)
 
 
 class EmbeddingMemo:
     """A process-wide, byte-bounded LRU of embedded rows keyed by (model id, sha256 of the text)."""
 
     def __init__(self, max_bytes: int = DEFAULT_MEMO_BYTES) -> None:
-        self.max_bytes = max_bytes
-        self._rows: OrderedDict[tuple[str, bytes], Vectors] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._rows: BoundedLru[tuple[str, bytes], Vectors] = BoundedLru(max_bytes=max_bytes)
         self._shards_read: set[Path] = set()
+
+    @property
+    def max_bytes(self) -> int:
+        return self._rows.max_bytes or 0
+
+    def resize(self, max_bytes: int) -> None:
+        self._rows.resize(None, max_bytes)
 
     def __len__(self) -> int:
         return len(self._rows)
 
     def clear(self) -> None:
-        with self._lock:
-            self._rows.clear()
-            self._bytes = 0
-            self._shards_read.clear()
+        self._rows.clear()
+        self._shards_read.clear()
 
     def embed(self, embedder: Embedder, texts: Sequence[str], folder: Path | None = None) -> Vectors:
         """``embedder.embed(texts)``, asking the model only for texts it has not embedded: in this process, or (with
@@ -61,10 +63,7 @@ class EmbeddingMemo:
         shards = None if folder is None else Path(folder) / EMBEDDINGS_FOLDER / _model_folder(embedder.model_id)
         if shards is not None and any(key not in self._rows for key in keys):
             self._read_shards(shards, embedder)
-        with self._lock:
-            found = {key: self._rows[key] for key in keys if key in self._rows}
-            for key in found:
-                self._rows.move_to_end(key)
+        found = self._rows.get_many(keys)
         missing: dict[tuple[str, bytes], str] = {}
         for key, text in zip(keys, texts, strict=True):
             if key not in found:
@@ -84,14 +83,7 @@ class EmbeddingMemo:
         return np.ascontiguousarray(np.stack([found[key] for key in keys]), dtype=np.float32)
 
     def _keep(self, rows: list[tuple[tuple[str, bytes], Vectors]]) -> None:
-        with self._lock:
-            for key, row in rows:
-                if key not in self._rows:
-                    self._rows[key] = row
-                    self._bytes += row.nbytes
-            while self._rows and self._bytes > self.max_bytes:
-                _, evicted = self._rows.popitem(last=False)
-                self._bytes -= evicted.nbytes
+        self._rows.put_many((key, row, row.nbytes) for key, row in rows)
 
     def _read_shards(self, shards: Path, embedder: Embedder) -> None:
         """Every readable shard of this model; a shard that fails a check is skipped (logged): it is a cache."""
@@ -137,4 +129,4 @@ def _write_shard(shards: Path, rows: list[tuple[tuple[str, bytes], Vectors]]) ->
     os.replace(f"{staged}.keys", shards / f"{name}.keys")
 
 
-EMBEDDING_MEMO = EmbeddingMemo(bound_from_environment(MEMO_BYTES_VARIABLE, DEFAULT_MEMO_BYTES))
+EMBEDDING_MEMO = EmbeddingMemo(MEMO_BYTES.read())

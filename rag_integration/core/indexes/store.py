@@ -209,6 +209,57 @@ def _remove_unless_read(version: Path) -> None:
     shutil.rmtree(doomed, ignore_errors=True)
 
 
+def written_stores(parent: Path) -> list[Path]:
+    """The stores among ``parent``'s folders, newest first (by when their ``CURRENT`` was last replaced, then by
+    name): only a real folder, not a link, whose ``CURRENT`` names a version holding a manifest of this store format
+    counts, so a folder of the user's is never taken for one."""
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return []
+    stores: list[tuple[int, str, Path]] = []
+    for entry in entries:
+        try:
+            if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
+                continue
+        except OSError:
+            continue
+        store = Path(entry.path)
+        state = pointer_state(store)
+        if state is None:
+            continue
+        try:
+            if current_version(store) is None:
+                continue
+        except (IndexMismatchError, OSError):
+            continue
+        stores.append((state[0], entry.name, store))
+    stores.sort(key=lambda item: (-item[0], item[1]))
+    return [store for _, _, store in stores]
+
+
+def remove_store(store: Path) -> bool:
+    """Remove a whole store this module wrote, unless a reader holds its live version (the same shared lock that
+    keeps a replaced version while it is read): renamed out of its parent first, so it vanishes whole and a reader
+    arriving later finds no store and rebuilds. Whether it was removed."""
+    try:
+        version = current_version(store)
+    except (IndexMismatchError, OSError):
+        return False
+    if version is None:
+        return False
+    with _version_lock(version.folder, exclusive=True) as locked:
+        if not locked:
+            return False
+        doomed = store.with_name(f".removed-{store.name}-{os.getpid()}-{time.monotonic_ns()}")
+        try:
+            os.rename(store, doomed)
+        except OSError:
+            return False
+    shutil.rmtree(doomed, ignore_errors=True)
+    return True
+
+
 @contextmanager
 def _version_lock(version: Path, exclusive: bool = False) -> Iterator[bool]:
     """A lock on a version folder: shared while a reader checks and loads it, exclusive (not waiting) for a writer

@@ -1,7 +1,9 @@
 """A corpus's analysed terms, kept so a changed corpus analyses only what changed: each document's term counts
 (one row of a documents-by-terms matrix) keyed by a hash of its text. In memory the latest corpus per analysis
 settings is kept; with a folder (a request's ``index_dir``) it is also stored under ``<folder>/analysis/`` as an
-atomic store version that a later process reads back, checked like any file someone else may have written."""
+atomic store version that a later process reads back, checked like any file someone else may have written. A
+settings folder keeps the latest few corpora (the request's ``keep_versions``, ``retention.versions_kept``), so a
+folder shared by several corpora (the command line's cache) still finds each one's own analysis."""
 
 from __future__ import annotations
 
@@ -10,10 +12,8 @@ import functools
 import hashlib
 import json
 import logging
-import os
-import shutil
+import re
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -25,16 +25,23 @@ import numpy.typing as npt
 from rag_integration.core.documents.corpus import TEXT_DIGEST_BYTES, Document, text_digests
 from rag_integration.core.errors import ConnectorError, IndexMismatchError
 from rag_integration.core.extras import require_module
-from rag_integration.core.indexes.cache import bound_from_environment
 from rag_integration.core.indexes.corpus_languages import load_corpus_languages, save_corpus_languages
+from rag_integration.core.indexes.retention import (
+    BoundedLru,
+    Limit,
+    StoreMarks,
+    prune_stores,
+    versions_kept,
+)
 from rag_integration.core.indexes.store import (
     StoreClaim,
-    intact_claim,
     load_npy,
     pointer_state,
     read_store,
     save_npy,
+    verified_version,
     write_store,
+    written_stores,
 )
 from rag_integration.core.ranking.bm25_scores import TermCountArrays
 from rag_integration.core.text.analysis import ANALYSIS_VERSION, UNDETERMINED, supported_languages
@@ -46,15 +53,13 @@ ANALYSIS_FOLDER = "analysis"
 EMPTY_TERM = ""
 """Term 0 of every vocabulary, as in bm25s's: what a document without terms is counted as holding."""
 MEMO_ENTRIES = 4
-STORED_CORPORA = 4
 SHARED_SAMPLE = 64
 NEARLY_ALL = 0.9
 """The share of a sample of its texts the analysed corpus in memory must hold to be started from without looking
 at the latest stored one (which holds more of them when another corpus was analysed in between)."""
-"""Analysed corpora kept per analysis settings in an ``index_dir``: the latest few, so a folder shared by several
-corpora (the command line's cache) still finds each one's own analysis."""
 MEMO_BYTES_VARIABLE = "RAG_ANALYSIS_MEMO_BYTES"
 DEFAULT_MEMO_BYTES = 1024 * 1024 * 1024
+MEMO_BYTES = Limit(MEMO_BYTES_VARIABLE, DEFAULT_MEMO_BYTES)
 PLACEMENT_KINDS = ("fixed", "each", "sample")
 
 
@@ -104,15 +109,6 @@ class AnalysedCorpus:
         ]
 
 
-@dataclass(frozen=True)
-class _StoredMark:
-    """The corpus a store was last written or read with, and its ``CURRENT`` file's state then: while the state is
-    unchanged the store still holds that corpus, without reading it again."""
-
-    digests: bytes
-    pointer: tuple[int, int, int] | None
-
-
 @dataclass
 class AnalysisStats:
     analysed: int = 0
@@ -124,17 +120,15 @@ class AnalysisMemo:
     it by some documents analyses only those, and the same corpus under other BM25 parameters analyses none."""
 
     def __init__(self, entries: int = MEMO_ENTRIES, max_bytes: int = DEFAULT_MEMO_BYTES) -> None:
-        self.entries = entries
-        self.max_bytes = max_bytes
         self.stats = AnalysisStats()
-        self._latest: OrderedDict[AnalysisSettings, AnalysedCorpus] = OrderedDict()
-        self._stored: dict[Path, _StoredMark] = {}
+        self._latest: BoundedLru[AnalysisSettings, AnalysedCorpus] = BoundedLru(entries, max_bytes)
+        self._stored = StoreMarks()
         self._lock = threading.Lock()
 
     def clear(self) -> None:
+        self._latest.clear()
+        self._stored.clear()
         with self._lock:
-            self._latest.clear()
-            self._stored.clear()
             self.stats = AnalysisStats()
 
     def analyse(
@@ -163,8 +157,8 @@ class AnalysisMemo:
         with self._lock:
             self.stats.analysed += fresh
             self.stats.reused += len(texts) - fresh
-        self._keep(settings, analysed)
-        if store is not None and not self._holds(store, analysed.digests):
+        self._latest.put(settings, analysed, analysed.nbytes)
+        if store is not None and not self._stored.holds(store, analysed.digests):
             try:
                 self._store(store, settings, analysed)
             except ConnectorError as error:  # a cache: the terms are made, only their reuse by a later process is lost
@@ -178,18 +172,17 @@ class AnalysisMemo:
         store no longer holds it (deleted, or replaced by another process); a failure is logged, not raised."""
         joined = b"".join(text_digests(documents))
         store = _store_of(Path(folder), settings, joined)
-        if self._holds(store, joined):
+        if self._stored.holds(store, joined):
             return
         state = pointer_state(store)
         try:
-            claim = intact_claim(store)
-            if claim is not None and claim == StoreClaim(
+            version = verified_version(store)
+            if version is not None and version.claim == StoreClaim(
                 ANALYSIS_FOLDER, dataclasses.asdict(settings), _fingerprint(joined)
             ):
-                self._stored[store] = _StoredMark(joined, state)
+                self._stored.note(store, joined, version.name, state)
                 return
-            with self._lock:
-                kept = self._latest.get(settings)
+            kept = self._latest.peek(settings)
             if kept is not None and kept.digests == joined:
                 self._store(store, settings, kept)
             else:
@@ -201,22 +194,19 @@ class AnalysisMemo:
                 error,
             )
 
-    def _holds(self, store: Path, digests: bytes) -> bool:
-        mark = self._stored.get(store)
-        return mark is not None and mark.digests == digests and pointer_state(store) == mark.pointer
-
     def _store(self, store: Path, settings: AnalysisSettings, analysed: AnalysedCorpus) -> None:
-        _save(store, settings, analysed)
-        self._stored[store] = _StoredMark(analysed.digests, pointer_state(store))
-        _remove_older_corpora(store.parent, keep=store.name)
+        """Write the analysed corpus as its store's new version, mark it, and keep only the latest corpora of these
+        settings (the request's ``keep_versions``, ``versions_kept``), the one just written among them."""
+        version = _save(store, settings, analysed)
+        self._stored.note(store, analysed.digests, version, pointer_state(store))
+        prune_stores(store.parent, versions_kept(), spare=store.name, name=_CORPUS_STORE)
 
     def _previous(
         self, settings: AnalysisSettings, digests: Sequence[bytes], joined: bytes, store: Path | None
     ) -> AnalysedCorpus | None:
         """What to start from: the same corpus in memory or stored, else the one in memory when it holds nearly all
         of these texts, else whichever of it and the latest one stored under ``settings`` holds more of them."""
-        with self._lock:
-            kept = self._latest.get(settings)
+        kept = self._latest.peek(settings)
         if store is None or (kept is not None and kept.digests == joined):
             return kept
         found = self._read(settings, store)
@@ -225,7 +215,7 @@ class AnalysisMemo:
         if kept is not None and kept.shared(digests) >= NEARLY_ALL:
             return kept
         latest = _latest_store(store.parent)
-        if latest is None or (kept is not None and self._holds(latest, kept.digests)):
+        if latest is None or (kept is not None and self._stored.holds(latest, kept.digests)):
             return kept
         stored = self._read(settings, latest)
         if stored is None or kept is None:
@@ -243,17 +233,8 @@ class AnalysisMemo:
             return None
         if found is None:
             return None
-        self._stored[store] = _StoredMark(found[1].digests, state)
+        self._stored.note(store, found[1].digests, found[0].name, state)
         return found[1]
-
-    def _keep(self, settings: AnalysisSettings, analysed: AnalysedCorpus) -> None:
-        with self._lock:
-            self._latest.pop(settings, None)
-            if analysed.nbytes > self.max_bytes or self.entries <= 0:
-                return
-            self._latest[settings] = analysed
-            while len(self._latest) > self.entries or sum(a.nbytes for a in self._latest.values()) > self.max_bytes:
-                self._latest.popitem(last=False)
 
 
 def _analysed(
@@ -356,34 +337,14 @@ def _store_of(folder: Path, settings: AnalysisSettings, digests: bytes) -> Path:
 
 
 STORE_NAME_CHARS = 20
-
-
-def _corpus_stores(settings_folder: Path) -> list[tuple[int, Path]]:
-    """The stores of ``settings_folder``, each with when its ``CURRENT`` was last replaced, newest first."""
-    stores = []
-    try:
-        entries = list(os.scandir(settings_folder))
-    except OSError:
-        return []
-    for entry in entries:
-        if len(entry.name) != STORE_NAME_CHARS or not entry.is_dir(follow_symlinks=False):
-            continue
-        state = pointer_state(Path(entry.path))
-        if state is not None:
-            stores.append((state[0], Path(entry.path)))
-    return sorted(stores, key=lambda item: (-item[0], item[1].name))
+_CORPUS_STORE = re.compile(f"[0-9a-f]{{{STORE_NAME_CHARS}}}")
+"""A corpus's store in a settings folder: the first characters of its fingerprint (``_store_of``)."""
 
 
 def _latest_store(settings_folder: Path) -> Path | None:
-    stores = _corpus_stores(settings_folder)
-    return stores[0][1] if stores else None
-
-
-def _remove_older_corpora(settings_folder: Path, keep: str) -> None:
-    """Best effort: all but the ``STORED_CORPORA`` latest stores (never ``keep``, the one just written)."""
-    stale = [store for _, store in _corpus_stores(settings_folder) if store.name != keep][STORED_CORPORA - 1 :]
-    for store in stale:
-        shutil.rmtree(store, ignore_errors=True)
+    """The corpus stored last under these settings, to start from when this corpus has no store yet."""
+    stores = [store for store in written_stores(settings_folder) if _CORPUS_STORE.fullmatch(store.name)]
+    return stores[0] if stores else None
 
 
 def _check_claim(claim: StoreClaim, settings: AnalysisSettings, store: Path) -> None:
@@ -391,7 +352,7 @@ def _check_claim(claim: StoreClaim, settings: AnalysisSettings, store: Path) -> 
         raise IndexMismatchError("index_dir", str(store), "an analysed corpus under this request's analysis settings")
 
 
-def _save(store: Path, settings: AnalysisSettings, analysed: AnalysedCorpus) -> None:
+def _save(store: Path, settings: AnalysisSettings, analysed: AnalysedCorpus) -> str:
     def save(folder: Path) -> None:
         save_npy(folder / "indptr.npy", analysed.counts.indptr)
         save_npy(folder / "terms.npy", analysed.counts.terms)
@@ -406,7 +367,7 @@ def _save(store: Path, settings: AnalysisSettings, analysed: AnalysedCorpus) -> 
         save_corpus_languages(folder, analysed.languages)
 
     claim = StoreClaim(ANALYSIS_FOLDER, dataclasses.asdict(settings), _fingerprint(analysed.digests))
-    write_store(store, claim, save)
+    return write_store(store, claim, save)
 
 
 def _fingerprint(digests: bytes) -> str:
@@ -494,4 +455,4 @@ def _consistent_rows(indptr: np.ndarray, terms: np.ndarray, counts: np.ndarray, 
     return bool((np.diff(terms)[within_row] > 0).all())
 
 
-ANALYSIS_MEMO = AnalysisMemo(MEMO_ENTRIES, bound_from_environment(MEMO_BYTES_VARIABLE, DEFAULT_MEMO_BYTES))
+ANALYSIS_MEMO = AnalysisMemo(MEMO_ENTRIES, MEMO_BYTES.read())

@@ -13,21 +13,14 @@ from rag_integration.core.contract.request_options import INDEX_DIR
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.indexes.embedders import get_embedder
+from rag_integration.core.indexes.retention import KEEP_VERSIONS
 from rag_integration.core.indexes.store import intact_claim
-from rag_integration.core.options import OptionReader, OptionSpec, option_keys
+from rag_integration.core.options import OptionReader, option_keys
 from rag_integration.feature_groups.rag_pipeline.base import StageFeatureGroup, document_row
 from rag_integration.feature_groups.rag_pipeline.embedding import EMBEDDING_STAGES
 from rag_integration.feature_groups.rag_pipeline.vector_store.store import store_claim, write_store
 
 EMBEDDING_KEYS = ("embedding", "embedding_model")
-KEEP_VERSIONS: OptionSpec[int | None] = OptionSpec(
-    "keep_versions",
-    "integer",
-    "versions of the store kept in index_dir, the live one counted; older ones are removed unless a reader holds "
-    "one (default: each is removed a minute after it was replaced)",
-    default=None,
-    minimum=1,
-)
 
 
 class BaseVectorStore(StageFeatureGroup):
