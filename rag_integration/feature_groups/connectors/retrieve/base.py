@@ -29,6 +29,7 @@ from rag_integration.core.contract.spark import Shipment, answer_partitions
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Document, MetadataFilter, corpus_fingerprint
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
+from rag_integration.core.indexes.retention import KEEP_VERSIONS
 from rag_integration.core.options import OptionReader, option_keys
 from rag_integration.core.ranking.explain import checked_explanations
 from rag_integration.core.ranking.passages import (
@@ -67,6 +68,7 @@ class RetrieveRequest:
     return_metadata: bool
     index_dir: Path | None
     explain: bool = False
+    keep_versions: int | None = None
 
     @classmethod
     def read(
@@ -88,6 +90,7 @@ class RetrieveRequest:
             return_metadata=RETURN_METADATA.read(reader),
             index_dir=read_index_dir(reader),
             explain=EXPLAIN.read(reader),
+            keep_versions=KEEP_VERSIONS.read(reader),
         )
 
 
@@ -98,7 +101,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
     CONTRACT_VERSION: ClassVar[str] = "1.0"
     FEATURE_NAME: ClassVar[str] = "retrieved_passages"
     SELECTOR: ClassVar[str] = "retrieve_backend"
-    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(TOP_K, FILTERS, RETURN_METADATA, INDEX_DIR, EXPLAIN)
+    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(TOP_K, FILTERS, RETURN_METADATA, INDEX_DIR, EXPLAIN, KEEP_VERSIONS)
     SOURCES: ClassVar[tuple[Source, ...]] = (QUERIES, CORPUS)
     CORPUS_REQUIRED: ClassVar[bool] = True
     """False for a backend whose documents come with its index (``open_index`` reads both from ``index_dir``)."""
@@ -167,7 +170,9 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         documents = request.documents
         if documents is None:
             raise TypeError(f"{cls.__name__} needs the request's corpus (CORPUS_REQUIRED) to build its index")
-        return documents, functools.cache(lambda: cls.cached_index(documents, settings, request.index_dir))
+        return documents, functools.cache(
+            lambda: cls.cached_index(documents, settings, request.index_dir, request.keep_versions)
+        )
 
     @classmethod
     def indexes_for(cls, request: RetrieveRequest, settings: S) -> list[tuple[IndexKey, I]]:
@@ -178,7 +183,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         return [
             (
                 cls.index_key(request.documents, settings),
-                cls.cached_index(request.documents, settings, request.index_dir),
+                cls.cached_index(request.documents, settings, request.index_dir, request.keep_versions),
             )
         ]
 
@@ -188,12 +193,21 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         return cls.shared_key(documents, cls.index_settings(settings))
 
     @classmethod
-    def cached_index(cls, documents: Sequence[Document], settings: S, index_dir: Path | None) -> I:
-        """The index under ``index_key``: from memory, else from ``index_dir``, else built (and saved there)."""
-        return cls.shared_index(documents, cls.index_settings(settings), index_dir)
+    def cached_index(
+        cls, documents: Sequence[Document], settings: S, index_dir: Path | None, keep_versions: int | None = None
+    ) -> I:
+        """The index under ``index_key``: from memory, else from ``index_dir``, else built (and saved there, which
+        keeps the ``keep_versions`` latest stores of this backend; ``core.indexes.retention``)."""
+        return cls.shared_index(documents, cls.index_settings(settings), index_dir, keep_versions)
 
     @classmethod
-    def shared_index(cls, documents: Sequence[Document], index_settings: K, index_dir: Path | None = None) -> I:
+    def shared_index(
+        cls,
+        documents: Sequence[Document],
+        index_settings: K,
+        index_dir: Path | None = None,
+        keep_versions: int | None = None,
+    ) -> I:
         """``cached_index`` given the index settings themselves, for a backend built on others' indexes."""
         stored = cls.stores_index()
         index: I = INDEX_CACHE.get_or_build(
@@ -203,6 +217,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
             save=cls.save_index if stored else None,
             load=(lambda folder: cls.load_index(folder, index_settings, documents)) if stored else None,
             keep=None if stored else lambda folder: cls.keep_stored(documents, index_settings, folder),
+            keep_versions=keep_versions,
         )
         return index
 
