@@ -2,15 +2,15 @@
 
 Each ranker's index is the one a ``bm25s`` or ``faiss`` request on the same corpus uses, shared in memory and in
 ``index_dir`` (each ranker stores its own, the hybrid nothing more); the pair is cached and shipped as one index
-under the hybrid's own key. A dense ranking is only fused where
-its model knows the language: a query in a language the embedder was not trained on is ranked by bm25s alone, and
-a document in such a language takes its bm25s rank in place of a dense one.
+under the hybrid's own key. A dense ranking is only fused where its model knows the language
+(``core.ranking.covered_fusion``): a query in a language the embedder was not trained on is ranked by bm25s alone,
+and a document in such a language takes its bm25s rank in place of a dense one.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -18,10 +18,9 @@ from typing import Any, ClassVar
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.indexes.cache import INDEX_CACHE, approximate_bytes, building_into
 from rag_integration.core.options import OptionReader, option, read_options
-from rag_integration.core.ranking.explain import rrf_contributions
-from rag_integration.core.ranking.fusion import MIN_RRF_K, fuse_ranks, read_rrf_weights
+from rag_integration.core.ranking.covered_fusion import CoveredFusion, Fusion
+from rag_integration.core.ranking.fusion import MIN_RRF_K, read_rrf_weights
 from rag_integration.core.ranking.passages import AllowedMask, Hits, RankedQuery
-from rag_integration.core.text.languages import CorpusLanguages
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 from rag_integration.feature_groups.connectors.retrieve.bm25s_retriever import (
     Bm25sIndexSettings,
@@ -58,11 +57,7 @@ class FusionOptions:
         shown_as="number > 0",
     )
     rrf_weights: list[Any] | None = option(
-        "rrf_weights",
-        "sequence",
-        "weights of the bm25s and faiss rankings",
-        default=None,
-        shown_as="list of 2 numbers",
+        "rrf_weights", "sequence", "weights of the bm25s and faiss rankings", default=None, shown_as="list of 2 numbers"
     )
     rrf_candidates: int = option(
         "rrf_candidates",
@@ -110,18 +105,10 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
     """``retrieve_backend="hybrid_rrf"``: fuses bm25s and faiss (``rrf_k``, ``rrf_weights``, ``rrf_candidates``)."""
 
     BACKEND: ClassVar[str | None] = "hybrid_rrf"
-    OPTIONS: ClassVar[tuple[str, ...]] = (
-        *Bm25sRetriever.own_options(),
-        *FaissDenseRetriever.own_options(),
-    )
+    OPTIONS: ClassVar[tuple[str, ...]] = (*Bm25sRetriever.own_options(), *FaissDenseRetriever.own_options())
     SETTINGS: ClassVar[type[Any] | None] = FusionOptions
     EXTRA: ClassVar[str | None] = "all"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = Bm25sRetriever.REQUIRED_MODULES + FaissDenseRetriever.REQUIRED_MODULES
-
-    @classmethod
-    def certification_adapter(cls) -> dict[str, Any]:
-        """Its dense ranking finds passages for a query sharing no word with the corpus."""
-        return {"matches_by_word_overlap": False}
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> HybridSettings:
@@ -172,102 +159,36 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
         """Each ranking's rank and score of the passage and its share ``weight / (rrf_k + rank)`` of the fused
         score, from the rankings fused again exactly as the search fused them (same depth, same filter)."""
         names = [str(ranker.BACKEND) for ranker in RANKERS]
-        explained = []
-        for query in ranked:
-            [fusion] = _fusions(index, [query.query], query.depth, allowed, settings)
-            scores = fusion.scores(index.doc_ids)
-            explained.append(
-                [
-                    {
-                        "kind": "rrf",
-                        "rrf_k": settings.rrf_k,
-                        "contributions": rrf_contributions(
-                            names, fusion.ranks, scores, settings.weights, settings.rrf_k, doc_id, fusion.notes(doc_id)
-                        ),
-                    }
-                    for doc_id in (index.doc_ids[position] for position, _ in query.hits)
-                ]
+        return [
+            _fusions(index, [query.query], query.depth, allowed, settings)[0].explanations(
+                index.doc_ids, [index.doc_ids[position] for position, _ in query.hits], names
             )
-        return explained
-
-
-@dataclass(frozen=True)
-class Fusion:
-    """One query's fusion: each ranking's hits and ranks (doc_id -> rank), why a ranking differs from its ranker's
-    own (None where it does not), and the fused ``(doc_id, score)`` list, best first."""
-
-    hits: list[Hits]
-    ranks: list[dict[str, int]]
-    fused: list[tuple[str, float]]
-    dense_dropped: bool = False
-    stand_ins: frozenset[str] = frozenset()
-    """doc_ids whose dense rank is their bm25s rank."""
-
-    def notes(self, doc_id: str) -> list[str | None]:
-        if self.dense_dropped:
-            return [None, OUTSIDE_QUERY]
-        return [None, OUTSIDE_DOCUMENT if doc_id in self.stand_ins else None]
-
-    def scores(self, doc_ids: Sequence[str]) -> list[dict[str, float]]:
-        """Each ranking's scores by doc_id of the documents it ranks (those scoring above 0); a stand-in's dense
-        score is the bm25s score its rank comes with."""
-        lexical, dense = ({doc_ids[position]: score for position, score in hits if score > 0.0} for hits in self.hits)
-        dense.update((doc_id, lexical[doc_id]) for doc_id in self.stand_ins if doc_id in lexical)
-        return [lexical, {} if self.dense_dropped else dense]
-
-
-OUTSIDE_QUERY = "the embedder does not know the query's language: bm25s ranks alone"
-OUTSIDE_DOCUMENT = "the embedder does not know the document's language: its bm25s rank stands in"
+            for query in ranked
+        ]
 
 
 def _fusions(
     index: HybridIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: HybridSettings
 ) -> list[Fusion]:
-    """Each query's rankings, read ``rrf_candidates`` deep (at least ``depth``), and their fusion. A dense ranking
-    is only fused where its model knows the language (see the module's docstring)."""
+    """Each query's rankings, read ``rrf_candidates`` deep (at least ``depth``), and their fusion, the dense one
+    only where its model knows the language (``core.ranking.covered_fusion``)."""
     candidates = min(max(settings.candidates, depth), index.document_count)
-    per_ranker = [
+    lexical_hits, dense_hits = (
         ranker.search_exact(ranker_index, queries, candidates, allowed, index.document_count, ranker_settings)
         for ranker, ranker_index, ranker_settings in zip(
             RANKERS, index.rankers, (settings.bm25s, settings.faiss), strict=True
         )
-    ]
+    )
     lexical_index, dense_index = index.rankers
-    covered = dense_index.query_vectors.embedder.languages
-    fusions = []
-    for query_position, query in enumerate(queries):
-        hits = [ranker_hits[query_position] for ranker_hits in per_ranker]
-        lexical, dense = (_ranks(ranker_hits, index.doc_ids) for ranker_hits in hits)
-        dropped, stand_ins = False, frozenset[str]()
-        if covered is not None:
-            if lexical_index.query_language(query) not in covered:
-                dense, dropped = {}, True
-            else:
-                dense, stand_ins = _covered_ranks(lexical, dense, covered, lexical_index.languages, index.position_of)
-        fused = fuse_ranks([lexical, dense], settings.rrf_k, settings.weights)
-        fusions.append(Fusion(hits, [lexical, dense], fused, dropped, stand_ins))
-    return fusions
-
-
-def _ranks(hits: Hits, doc_ids: Sequence[str]) -> dict[str, int]:
-    """doc_id -> rank from 1 of the positive hits, ties by doc_id."""
-    positive = sorted((hit for hit in hits if hit[1] > 0.0), key=lambda hit: (-hit[1], doc_ids[hit[0]]))
-    return {doc_ids[position]: rank for rank, (position, _) in enumerate(positive, start=1)}
-
-
-def _covered_ranks(
-    lexical: Mapping[str, int],
-    dense: Mapping[str, int],
-    covered: frozenset[str],
-    languages: CorpusLanguages,
-    position_of: Mapping[str, int],
-) -> tuple[dict[str, int], frozenset[str]]:
-    """The dense ranks of documents in the embedder's languages, and for the others their lexical rank: a model
-    is neither trusted nor held against a document in a language it never learnt. With the doc_ids given their
-    lexical rank."""
-    if all(language in covered for language in languages.languages):
-        return dict(dense), frozenset()
-    outside = {doc_id for doc_id in {*lexical, *dense} if languages.of_document(position_of[doc_id]) not in covered}
-    ranks = {doc_id: rank for doc_id, rank in dense.items() if doc_id not in outside}
-    ranks.update((doc_id, lexical[doc_id]) for doc_id in outside if doc_id in lexical)
-    return ranks, frozenset(doc_id for doc_id in outside if doc_id in lexical)
+    fusion = CoveredFusion(
+        index.doc_ids,
+        index.position_of,
+        lexical_index.languages,
+        dense_index.query_vectors.embedder.languages,
+        settings.rrf_k,
+        settings.weights,
+    )
+    return [
+        fusion.fuse(lexical, dense, lexical_index.query_language(query))
+        for query, lexical, dense in zip(queries, lexical_hits, dense_hits, strict=True)
+    ]
