@@ -22,7 +22,8 @@ from rag_integration.core.errors import ConnectorError, InvalidOptionError
 from rag_integration.core.extras import require_module
 from rag_integration.core.options import OptionSpec
 from rag_integration.core.progress import step
-from rag_integration.core.text.words import content_words
+from rag_integration.core.text.analysis import AUTO, content_analyzer
+from rag_integration.core.text.languages import query_language
 from rag_integration.core.unicode_text import require_valid_texts
 
 EMBEDDED_TEXT = "text to embed"
@@ -76,7 +77,9 @@ def normalise_rows(vectors: npt.NDArray[Any]) -> Vectors:
 
 
 class HashEmbedder:
-    """Signed feature hashing of content words with sublinear term frequency; stable across processes."""
+    """Signed feature hashing of content words with sublinear term frequency; stable across processes. A text's
+    content words are the analysis's (``content_analyzer``) in the language chosen for that text alone, so its vector
+    does not depend on the texts embedded with it."""
 
     def __init__(self, dimension: int = 512) -> None:
         self.dimension = dimension
@@ -92,7 +95,7 @@ class HashEmbedder:
         matrix = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for row, text in enumerate(texts):
             counts: dict[str, int] = {}
-            for word in content_words(text):
+            for word in content_analyzer(query_language(text, AUTO)).terms(text):
                 counts[word] = counts.get(word, 0) + 1
             for word, count in counts.items():
                 bucket, sign = _hash_slot(word, self.dimension)

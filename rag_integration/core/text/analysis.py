@@ -91,6 +91,10 @@ BM25S_STOPWORDS = {
 }
 """Languages whose stopwords come from bm25s's lists (Lucene's English list, NLTK's others); the rest from
 stopwords-iso. English keeps bm25s's list so an English index equals raw bm25s's."""
+FULLER_FUNCTION_WORDS = {"en": ("STOPWORDS_EN_PLUS", ("could", "would"))}
+"""Languages whose index keeps a shorter stopword list than the one content words are read with: English indexes
+drop Lucene's 33 words (so ``en`` ranks as raw bm25s), while a question's or a claim's content is read without
+NLTK's full list (bm25s's ``STOPWORDS_EN_PLUS``) and the two modals that list lacks."""
 
 COMPOUND_LINKS = {
     "da": ("", "s", "e"),
@@ -264,10 +268,10 @@ class Analyzer:
     """One language's analysis: words of two or more characters, stopwords dropped, stems, and bigrams for
     unspaced scripts. A word's term is computed once and remembered."""
 
-    def __init__(self, language: str, *, stem: bool = True) -> None:
+    def __init__(self, language: str, *, stem: bool = True, stopwords: frozenset[str] | None = None) -> None:
         self.language = language
         self.stem = stem
-        self.stopwords = stopwords_of(language)
+        self.stopwords = stopwords_of(language) if stopwords is None else stopwords
         algorithm = SNOWBALL.get(language) if stem else None
         self._stemmer = _new_stemmer(algorithm) if algorithm else None
         self._terms: dict[str, str | None] = {}
@@ -434,6 +438,31 @@ def analyzer_for(language: str, *, stem: bool = True) -> Analyzer:
 @functools.cache
 def _unstemmed_analyzer_of(language: str) -> Analyzer:
     return Analyzer(language, stem=False)
+
+
+def content_analyzer(language: str) -> Analyzer:
+    """The process-wide analyzer of what a text is about in ``language``: its words unstemmed (bigrams for unspaced
+    scripts), the language's ``function_words`` dropped. Grounding's claims and the hash embedder read text with it,
+    so a claim and its source, or a query and its document, keep the same words."""
+    return _content_analyzer_of(language)
+
+
+@functools.cache
+def _content_analyzer_of(language: str) -> Analyzer:
+    return Analyzer(language, stem=False, stopwords=function_words(language))
+
+
+@functools.cache
+def function_words(language: str) -> frozenset[str]:
+    """Words that say how a text speaks, not what about (``the``, ``did``, ``would``): the language's stopwords, or
+    the fuller list of ``FULLER_FUNCTION_WORDS`` where its index keeps a shorter one."""
+    fuller = FULLER_FUNCTION_WORDS.get(language)
+    if fuller is None:
+        return stopwords_of(language)
+    import bm25s.stopwords
+
+    name, more = fuller
+    return frozenset(getattr(bm25s.stopwords, name)).union(more, stopwords_of(language))
 
 
 @functools.cache

@@ -25,18 +25,33 @@ from dataclasses import dataclass
 
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import GroundingError, short_repr
-from rag_integration.core.text.analysis import UNDETERMINED, analyzer_for, has_unspaced
+from rag_integration.core.text.analysis import AUTO, content_analyzer, words
+from rag_integration.core.text.languages import query_language
 from rag_integration.core.text.lexical import lexical_scores
 from rag_integration.core.text.questions import answer_kind, holds_answer_kind
 from rag_integration.core.text.sentences import ends_clause, sentence_spans, sentences, split_sentences, starts_clause
-from rag_integration.core.text.words import ENGLISH_STOPWORDS, content_words
 
-MARKER = re.compile(r"\[(\d+)\]")
+NUMBERED = r"\d++"
+"""The ids of the markers this package writes: passage numbers from 1."""
+
+
+def citation_markers(ids: str = NUMBERED, *, listed: bool = False, space_before: bool = False) -> re.Pattern[str]:
+    """The one grammar of a citation marker, for markers whose ids match ``ids``: ``[id]``, or with ``listed`` a
+    run of ids in one pair of brackets, commas and spaces between and around them (``[1, 2]``, ``[ e41ac2d ]``:
+    what models and engines write). Group 1 is the id, or the run. With ``space_before`` a match also takes the
+    whitespace before the marker, so removing it leaves no gap; such a match starts only where a whitespace run
+    starts, so a long run not followed by a marker is scanned once, not once per position."""
+    one = f"(?:{ids})"
+    inner = rf"\s*+({one}(?:\s*,\s*{one})*)\s*" if listed else f"({one})"
+    return re.compile((r"(?<!\s)\s*+" if space_before else "") + rf"\[{inner}\]")
+
+
+MARKER = citation_markers()
+"""``[n]``, as generate's answers write it: ``split`` gives the text and the numbers in turn."""
 ANSWER_KIND_WEIGHT = 1.5
 """A sentence showing the kind of answer its question asks for (a number for "how many") counts this much more."""
-_MARKER_LIKE = re.compile(r"(?<!\s)\s*+\[\d++\]")
-"""A marker-like ``[n]`` with the whitespace before it; a match starts only where a whitespace run starts, so a long
-run not followed by a marker is scanned once, not once per position (the same matches as without that condition)."""
+_MARKER_LIKE = citation_markers(space_before=True)
+"""A marker-like ``[n]`` with the whitespace before it."""
 _BRACKET = re.compile(r"([\[\]])")
 _ASCII_SPACE_RUNS = ("  ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")
 """In ASCII text, whitespace other than single spaces: without any of these, collapsing whitespace changes nothing."""
@@ -347,29 +362,34 @@ NEGATIONS = frozenset(
         "nicht", "kein", "keine", "keinen", "keinem", "keiner", "keines", "nie", "niemals", "ohne",
     }
 )  # fmt: skip
-"""Words that turn a claim into its opposite; ``n't`` endings count too. The stopword list drops them from content
+"""Words that turn a claim into its opposite; ``n't`` endings count too. The function words drop them from content
 words, so polarity is compared on its own."""
-_WORD = re.compile(r"(?u)\b\w+(?:['\u2019]\w+)?\b")
+_NOT_ENDINGS = ("n't", "n\u2019t")
+"""English's negation written onto a word: read as the word ``not``, since the analysis's words end at apostrophes."""
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 def negated(text: str) -> bool:
     """Whether ``text`` holds a negation word (``NEGATIONS``, or a word ending in ``n't``)."""
-    return any(word in NEGATIONS or word.endswith(("n't", "n\u2019t")) for word in _WORD.findall(text.casefold()))
+    folded = text.casefold()
+    for ending in _NOT_ENDINGS:
+        folded = folded.replace(ending, "n not")
+    return not NEGATIONS.isdisjoint(words(folded))
 
 
-def claim_terms(text: str) -> set[str]:
-    """What a sentence states: its content words (lower-cased, English stopwords removed) and its numbers as written.
-    A script written without spaces counts its character pairs (the core's analysis), as words are not marked in
-    it: a Chinese claim is then found in its source sentence at all, and a spaced one exactly as before."""
-    words = analyzer_for(UNDETERMINED).terms(text) if has_unspaced(text) else content_words(text)
-    return {word for word in words if word not in ENGLISH_STOPWORDS} | set(_NUMBER.findall(text))
+def claim_terms(text: str, language: str = AUTO) -> set[str]:
+    """What a sentence states: its content words in ``language`` (``core.text.analysis.content_analyzer``: unstemmed,
+    the language's function words dropped, a script written without spaces as character pairs) and its numbers as
+    written. Under ``auto`` the language is the sentence's own (``query_language``)."""
+    language = query_language(text, language)
+    return set(content_analyzer(language).terms(text)) | set(_NUMBER.findall(text))
 
 
 def support_score(claim: str, sources: Sequence[str], similarity: Callable[[str, str], float] | None = None) -> float:
     """How well ``sources`` support ``claim``, in [0, 1], deterministically.
 
-    The share of the claim's terms (``claim_terms``) found in the sources' sentences *of the claim's polarity*
+    The share of the claim's terms (``claim_terms``, in the language of the claim read with its sources, the same for
+    both) found in the sources' sentences *of the claim's polarity*
     (``negated``): a term taken from "Never mix bleach and ammonia" supports only a negated claim, so "Mix bleach
     and ammonia" scores 0. A number of the claim missing from those sentences makes the score 0. With ``similarity``
     (a dense model's cosine of two texts) the score is the mean of that share and the similarity to the sentence of
@@ -392,7 +412,7 @@ class SupportScorer:
 
     def __init__(self, similarity: Callable[[str, str], float] | None = None) -> None:
         self.similarity = similarity
-        self._sentences: dict[str, list[_SourceSentence]] = {}
+        self._sentences: dict[tuple[str, str], list[_SourceSentence]] = {}
         self._scores: dict[tuple[str, tuple[str, ...]], float] = {}
 
     def score(self, claim: str, sources: Sequence[str]) -> float:
@@ -401,22 +421,24 @@ class SupportScorer:
             self._scores[key] = self._score(claim, key[1])
         return self._scores[key]
 
-    def _source_sentences(self, source: str) -> list[_SourceSentence]:
-        if source not in self._sentences:
-            self._sentences[source] = [
-                _SourceSentence(quoted, negated(quoted), claim_terms(quoted))
+    def _source_sentences(self, source: str, language: str) -> list[_SourceSentence]:
+        key = (source, language)
+        if key not in self._sentences:
+            self._sentences[key] = [
+                _SourceSentence(quoted, negated(quoted), claim_terms(quoted, language))
                 for sentence in split_sentences(source)
                 if (quoted := quote_form(sentence))
             ]
-        return self._sentences[source]
+        return self._sentences[key]
 
     def _score(self, claim: str, sources: tuple[str, ...]) -> float:
-        terms = claim_terms(claim)
+        language = query_language(claim, AUTO, context=sources)
+        terms = claim_terms(claim, language)
         polarity = negated(claim)
         sentences = [
             sentence
             for source in sources
-            for sentence in self._source_sentences(source)
+            for sentence in self._source_sentences(source, language)
             if sentence.negated == polarity
         ]
         if not terms or not sentences:
@@ -432,7 +454,7 @@ class SupportScorer:
 
 
 CITATION_CHECKS = ("strict", "drop", "off")
-_CITED_RUN = re.compile(r"\[\s*(\d{1,6}(?:\s*,\s*\d{1,6})*)\s*\]")
+_CITED_RUN = citation_markers(r"\d{1,6}", listed=True)
 _LIST_ITEM = re.compile(r"^[ \t]*(?:[-*\u2022]|\d{1,3}[.)])[ \t]+", re.MULTILINE)
 _LINE_BREAKS = re.compile(r"\s*\n\s*")
 
@@ -465,7 +487,7 @@ def cited_sentences(reply: str) -> list[CitedSentence]:
         piece = reply[last : match.start()].rstrip()
         clean.append(piece)
         length += len(piece)
-        placed.append((length, [int(number) for number in re.split(r"\s*,\s*", match.group(1))]))
+        placed.append((length, [int(number) for number in match.group(1).split(",")]))  # int() ignores the spaces
         last = match.end()
     clean.append(reply[last:])
     text = "".join(clean)
@@ -495,17 +517,18 @@ def verify_cited_reply(
 ) -> VerifiedAnswer:
     """Keep the sentences that cite passages in range and are supported by them; renumber citations by first use.
 
-    A sentence without terms states nothing and is left out. A sentence citing no passage, citing a number outside
-    ``1..len(passages)``, or (unless ``citation_check`` is ``off``) scoring below ``threshold`` is unsupported:
+    A sentence without terms (read in its language with the passages) states nothing and is left out. A sentence
+    citing no passage, citing a number outside ``1..len(passages)``, or (unless ``citation_check`` is ``off``) scoring below ``threshold`` is unsupported:
     ``strict`` raises ``GroundingError`` naming it, ``drop`` and ``off`` remove it and list it in ``unsupported``.
     ``scorer`` scores the sentences (word overlap alone by default); pass the answer's own to reuse its work.
     """
     scorer = scorer or SupportScorer()
+    texts = [passage.text for passage in passages]
     citations: list[str] = []
     parts: list[str] = []
     unsupported: list[str] = []
     for sentence in sentences:
-        if not claim_terms(sentence.text):
+        if not claim_terms(sentence.text, query_language(sentence.text, AUTO, context=texts)):
             continue
         problem = _unsupported_because(sentence, passages, citation_check, threshold, scorer)
         if problem is None:

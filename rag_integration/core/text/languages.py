@@ -33,6 +33,8 @@ DETECT_CHARS = 160
 DOCUMENT_CONFIDENCE = 0.5
 """Below this probability the model's language for a document is not trusted."""
 QUERY_CANDIDATES = 5
+DETECT_SAMPLE_CHARS = 2_000
+"""How much of a query, and then of the texts it is matched against, the model reads to choose its language."""
 SAMPLE_DOCUMENTS = 512
 """A corpus up to this size is detected document by document; a larger one through a sample of it chosen by a hash
 of each text, so a corpus that changes by a few documents keeps almost all of its sample."""
@@ -280,13 +282,25 @@ def analyse_texts(texts: Sequence[str], language: str, *, stem: bool = True) -> 
     return all_terms, languages
 
 
-def query_language(text: str, language: str, corpus: CorpusLanguages) -> str:
-    """The language a query is analysed in: ``language`` itself, or under ``auto`` the corpus's only language,
-    else the most likely of the corpus's languages, else the corpus's most common one. A query is short, and
-    only the corpus's languages can match it."""
+def query_language(text: str, language: str, corpus: CorpusLanguages | None = None, context: Sequence[str] = ()) -> str:
+    """The language a query (any text matched against others: a question, a claim, a text to embed) is analysed in:
+    ``language`` itself unless it is ``auto``. Against a ``corpus``: its only language, else the most likely of its
+    languages, else its most common one (a query is short, and only the corpus's languages can match it). Otherwise
+    the model's reading of the query's first ``DETECT_SAMPLE_CHARS`` with as much again of the start of ``context``,
+    the texts it is matched against (most of a short query's evidence is in them), else ``und``. The one place a
+    language is chosen for a text."""
     if language != AUTO:
         return language
-    if len(corpus.languages) <= 1:
-        return corpus.main
-    detected = detect_language(text, corpus.languages)
-    return detected if detected is not None else corpus.main
+    if corpus is not None:
+        if len(corpus.languages) <= 1:
+            return corpus.main
+        detected = detect_language(text, corpus.languages)
+        return detected if detected is not None else corpus.main
+    sample = []
+    size = 0
+    for piece in context:
+        if size >= DETECT_SAMPLE_CHARS:
+            break
+        sample.append(piece[: DETECT_SAMPLE_CHARS - size])
+        size += len(sample[-1])
+    return detect_language(text[:DETECT_SAMPLE_CHARS] + "\n" + " ".join(sample)) or UNDETERMINED

@@ -12,38 +12,17 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from rag_integration.core.text.analysis import AUTO, UNDETERMINED, analyzer_for, split_words
-from rag_integration.core.text.languages import detect_language
+from rag_integration.core.text.analysis import AUTO, analyzer_for, function_words, split_words, stopwords_of
+from rag_integration.core.text.languages import query_language
 from rag_integration.core.text.questions import asking_words
-from rag_integration.core.text.words import ENGLISH_STOPWORDS
-
-FUNCTION_WORDS = {"en": ENGLISH_STOPWORDS}
-DETECT_SAMPLE_CHARS = 2_000
-"""How much of the texts (after the query) the language model reads to choose the language of a call."""
-
-
-def lexical_language(query: str, texts: Sequence[str], language: str = AUTO) -> str:
-    """The language a query and the texts it is matched against are analysed in: ``language`` itself, or under
-    ``auto`` the model's reading of the query with the start of the texts (most of a short query's evidence is in
-    what it is matched against), else ``und`` (no stemmer, no stopwords)."""
-    if language != AUTO:
-        return language
-    sample = []
-    size = 0
-    for text in texts:
-        if size >= DETECT_SAMPLE_CHARS:
-            break
-        sample.append(text[: DETECT_SAMPLE_CHARS - size])
-        size += len(sample[-1])
-    return detect_language(query + "\n" + " ".join(sample)) or UNDETERMINED
 
 
 @functools.cache
 def _function_terms(language: str) -> frozenset[str]:
-    """Terms of a question that say how it asks, not what about (``how``, ``many``, ``did``): the fuller English
-    list, where the index's (Lucene's, kept so ``en`` ranks as raw bm25s) holds only 33 words."""
-    words = FUNCTION_WORDS.get(language)
-    return frozenset(analyzer_for(language).terms(" ".join(words))) if words else frozenset()
+    """Terms of a question that say how it asks, not what about (``how``, ``did``, ``would``): the analysis's
+    ``function_words``, fuller in English than the index's stopwords (Lucene's, kept so ``en`` ranks as raw bm25s)."""
+    words = function_words(language) - stopwords_of(language)
+    return frozenset(analyzer_for(language).terms(" ".join(sorted(words)))) if words else frozenset()
 
 
 def lexical_scores(
@@ -59,7 +38,7 @@ def lexical_scores(
     """
     if not texts:
         return []
-    analyzer = analyzer_for(lexical_language(query, texts, language))
+    analyzer = analyzer_for(query_language(query, language, context=texts))
     function_terms = _function_terms(analyzer.language)
     candidates = analyzer.query_term_candidates(query) - function_terms
     if not candidates:
@@ -98,7 +77,7 @@ def missing_query_words(query: str, texts: Sequence[str], *, language: str = AUT
     as the retrievers read a query, none of its content terms found. What an answer drawn from those texts cannot
     speak to ("Is the lasagne gluten free?" against a shop's shipping terms: ``lasagne``, ``gluten``). The words of a
     question phrase ("how often") are not counted: they ask, they name nothing."""
-    analyzer = analyzer_for(lexical_language(query, texts, language))
+    analyzer = analyzer_for(query_language(query, language, context=texts))
     known: set[str] = set()
     for text in texts:
         known.update(analyzer.terms(text))

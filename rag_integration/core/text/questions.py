@@ -7,6 +7,8 @@ from __future__ import annotations
 import functools
 import re
 
+from rag_integration.core.text.analysis import has_unspaced
+
 NUMBER = "number"
 DATE = "date"
 
@@ -52,17 +54,12 @@ def _asks() -> list[tuple[str, re.Pattern[str]]]:
     patterns = []
     for kind, by_language in QUESTION_WORDS.items():
         phrases = sorted({phrase for words in by_language.values() for phrase in words}, key=len, reverse=True)
-        spaced = [re.escape(phrase) for phrase in phrases if _spaced(phrase)]
-        unspaced = [re.escape(phrase) for phrase in phrases if not _spaced(phrase)]
+        spaced = [re.escape(phrase) for phrase in phrases if not has_unspaced(phrase)]
+        unspaced = [re.escape(phrase) for phrase in phrases if has_unspaced(phrase)]
         alternatives = [rf"(?<!\w)(?:{'|'.join(spaced)})(?!\w)"] if spaced else []
         alternatives += [f"(?:{'|'.join(unspaced)})"] if unspaced else []
         patterns.append((kind, re.compile("|".join(alternatives))))
     return patterns
-
-
-def _spaced(phrase: str) -> bool:
-    """Whether the phrase's script separates words by spaces (not CJK)."""
-    return not any("\u3040" <= character <= "\u30ff" or "\u4e00" <= character <= "\u9fff" for character in phrase)
 
 
 def answer_kind(question: str) -> str | None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any, ClassVar
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, RemoteServiceError, short_repr
 from rag_integration.core.options import OptionReader, option, read_options
 from rag_integration.core.remote.http import read_http_url
+from rag_integration.core.text.grounding import citation_markers
 from rag_integration.feature_groups.connectors.orchestrator.base import (
     BaseOrchestratorConnector,
     EngineAnswer,
@@ -40,9 +40,10 @@ MAX_HITS = R2R_MAX_LIMIT
 """Most chunks one answer may carry: R2R never returns more than its largest limit, so more is a broken answer."""
 MAX_ANSWER_CHARS = 65_536
 """Longest ``generated_answer`` read: far above what an LLM writes for one query, and it bounds grounding's work."""
-# R2R marks citations as [1] or with a short chunk id such as [e41ac2d]; the markers are not part of the quote.
-# A match starts only where a whitespace run starts, so a long run without a marker after it is scanned once.
-CITATION_MARKER = re.compile(r"(?<!\s)\s*+\[(?:\d{1,3}|[0-9a-f]{7,8})(?:\s*,\s*(?:\d{1,3}|[0-9a-f]{7,8}))*\]")
+R2R_MARKER_IDS = r"\d{1,3}|[0-9a-f]{7,8}"
+"""R2R marks citations as [1] or with a short chunk id such as [e41ac2d], several in one pair of brackets too."""
+CITATION_MARKER = citation_markers(R2R_MARKER_IDS, listed=True, space_before=True)
+"""R2R's markers with the whitespace before them, in grounding's one marker grammar: they are not part of the quote."""
 
 ShapeError = Callable[[str], ConnectorError]
 
