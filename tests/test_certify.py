@@ -15,17 +15,21 @@ from llm_server import quoting_model, running
 from typer.testing import CliRunner
 
 from rag_integration.cli import app
-from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
+from rag_integration.feature_groups.connectors.generate import LlmResponder
+from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever, FaissDenseRetriever
 from rag_integration.testing.certify import (
     CheckCollector,
     adapter_for,
     certifiable,
+    certification_kit_class,
     certification_module,
     certify,
     final_report,
+    plan_certify,
 )
 from rag_integration.testing.certify_checks import Check
 from rag_integration.testing.certify_fixtures import CertifyUsageError, load_fixture
+from rag_integration.testing.retrieve import RetrieveContractTests, VectorStoreContractTests
 
 EXAMPLE_FIXTURE = Path(__file__).parents[1] / "examples" / "fixtures" / "bm25s_cats.json"
 NEW_CHECKS = ("fixture", "replay", "invalid_requests", "deadline", "secret")
@@ -108,19 +112,55 @@ def test_every_installed_backend_with_a_kit_is_certifiable() -> None:
     assert families == {"retrieve", "rerank", "generate", "graph_rag", "structured", "orchestrator"}
 
 
-def test_generated_module_subclasses_the_family_kit_with_the_adapter() -> None:
-    source = certification_module([Bm25sRetriever], {"bm25_k1": 1.2})
-    assert "class TestCertifyBm25sRetriever(RetrieveContractTests):" in source
-    assert "{**super().backend_options(), **{'bm25_k1': 1.2}}" in source
+def test_the_kit_subclass_is_the_family_kit_with_the_adapter() -> None:
+    kit = certification_kit_class(Bm25sRetriever, adapter_for(Bm25sRetriever, {"bm25_k1": 1.2}))
+    assert kit.__name__ == "TestCertifyBm25sRetriever" and kit.__bases__ == (RetrieveContractTests,)
+    assert kit.connector_class() is Bm25sRetriever and kit.backend_options() == {"bm25_k1": 1.2}
+    assert "TestCertifyBm25sRetriever = running_kit('TestCertifyBm25sRetriever')" in certification_module([kit])
     assert adapter_for(Bm25sRetriever, {}) == {"backend_options": {}}
+
+
+def test_each_backend_says_what_certify_cannot_guess_in_its_own_hook() -> None:
+    dense = certification_kit_class(FaissDenseRetriever, adapter_for(FaissDenseRetriever, {}))
+    assert dense.matches_by_word_overlap() is False
+    llm = certification_kit_class(LlmResponder, adapter_for(LlmResponder, {"llm_model": "x"}))
+    assert llm.paraphrases() is True and llm.backend_options() == {"llm_model": "x"}
+    assert llm.empty_answer() == {"answer": "", "citations": [], "unsupported": []}
+    llm.empty_answer()["answer"] = "changed"  # each call answers a fresh value, as the generated hooks did
+    assert llm.empty_answer()["answer"] == ""
+
+
+@pytest.mark.parametrize(
+    ("arguments", "param"),
+    [
+        ({"targets": ["no_such_backend"]}, "TARGET"),
+        ({"targets": ["json:JSONDecoder"]}, "TARGET"),
+        ({"targets": ["bm25s"], "options": ["novalue"]}, "--option"),
+        ({"targets": ["bm25s"], "fixtures": ["/no/such/fixture.json"]}, "--fixture"),
+        ({"targets": ["bm25s"], "fixtures": [{"query": "cat", "candidates": [{"text": "a cat"}]}]}, "--fixture"),
+    ],
+)
+def test_the_plan_names_the_argument_a_usage_error_concerns(arguments: dict[str, Any], param: str) -> None:
+    with pytest.raises(CertifyUsageError) as raised:
+        plan_certify(**arguments)
+    assert raised.value.param == param
+
+
+def test_the_plan_holds_every_checked_argument() -> None:
+    fixture = json.loads(EXAMPLE_FIXTURE.read_text())
+    plan = plan_certify(["bm25s", "Bm25sRetriever"], ["top_k=3", "language=en"], [fixture], kit=False, report="r.json")
+    assert plan.targets == (Bm25sRetriever,) and plan.options == {"top_k": 3, "language": "en"}
+    assert [[one.name for one in own] for own in plan.fixtures] == [["fixture"]]
+    assert plan.kit is False and plan.report == Path("r.json") and plan.pytest_args == ()
 
 
 def test_the_stage_pipelines_retrieval_is_certified_with_its_store_backed_kit() -> None:
     script = "import sys\nfrom rag_integration.testing.certify import certify\nsys.exit(certify(['vector_store']))\n"
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert completed.returncode == 0, completed.stdout[-2000:]
-    source = certification_module(certifiable(["vector_store"]), {})
-    assert "(VectorStoreContractTests):" in source and "def kit" not in source
+    [vector_store] = certifiable(["vector_store"])
+    kit = certification_kit_class(vector_store, adapter_for(vector_store, {}))
+    assert kit.__bases__ == (VectorStoreContractTests,) and "kit" not in vars(kit)
 
 
 def test_the_example_fixture_passes_every_check_from_the_command_line(tmp_path: Path) -> None:

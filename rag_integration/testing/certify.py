@@ -1,30 +1,37 @@
 """``rag-integration certify``: run a family's contract kit and the certify checks against any installed backend,
 ours or a third party's, and write a JSON report (docs: "Certify").
 
-A backend is certified by subclassing its family's kit, exactly as this project's own tests do, and by the checks of
-``certify_checks`` on fixture requests (``certify_fixtures``; the kit's own sample request when none is given).
-Adapter values a kit cannot guess (extra options such as a local model folder, or that a dense ranker may return
-passages sharing no word with the query) come from the backend's optional ``certification_adapter()`` classmethod,
-from the defaults below for this project's backends, and from ``--option KEY=VALUE`` on the command line. The
-adapter's ``"kit"`` entry (``"module:Class"``) names a kit to use instead of the family's, e.g. a store-backed variant.
+A run is validated once, before anything runs: ``plan_certify`` resolves the targets, the ``--option`` texts and the
+fixtures into a ``CertifyPlan`` (or raises one ``CertifyUsageError`` naming the argument at fault), and ``run_plan``
+runs it. A backend is certified by one subclass of its family's kit per backend (``certification_kit_class``),
+exactly as this project's own tests subclass it: pytest runs it from a generated module, and the checks of
+``certify_checks`` send their fixture requests (``certify_fixtures``; the kit's own sample request when none is
+given) through it. Adapter values a kit cannot guess (extra options such as a local model folder, or that a dense
+ranker may return passages sharing no word with the query) come from the backend's own ``certification_adapter()``
+classmethod and from ``--option KEY=VALUE`` on the command line. The adapter's ``"kit"`` entry (``"module:Class"``)
+names a kit to use instead of the family's, e.g. a store-backed variant; ``"needs_tiny_flashrank_model": True`` asks
+for an offline flashrank model folder (``tiny_flashrank``) in ``flashrank_model_dir`` unless one is given.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
 import os
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.registry import backend_classes
 from rag_integration.testing.certify_checks import Check, Subject, backend_checks, kit_store_root, redact
 from rag_integration.testing.certify_fixtures import (
     CertifyUsageError,
+    Fixture,
     default_fixture,
     fixtures_for,
     load_fixture,
@@ -43,14 +50,6 @@ FAMILY_KITS: Mapping[str, tuple[str, str]] = {
     "orchestrator": ("rag_integration.testing.orchestrator", "OrchestratorContractTests"),
 }
 
-BUILTIN_ADAPTERS: Mapping[str, Mapping[str, Any]] = {
-    "FaissDenseRetriever": {"matches_by_word_overlap": False},
-    "HybridRrfRetriever": {"matches_by_word_overlap": False},
-    "FlashRankReranker": {"needs_tiny_flashrank_model": True},
-    "ExtractiveResponder": {"cites_one_passage": True},
-    "LlmResponder": {"paraphrases": True, "empty_answer": {"answer": "", "citations": [], "unsupported": []}},
-}
-
 
 def certifiable(backends: Sequence[str] = ()) -> list[type[SelectorFeatureGroup]]:
     """Installed backends whose family has a kit, optionally only those named (by class name or selector value)."""
@@ -64,14 +63,20 @@ def certifiable(backends: Sequence[str] = ()) -> list[type[SelectorFeatureGroup]
     return sorted(chosen, key=lambda cls: (cls.FAMILY, str(cls.BACKEND), cls.__name__))
 
 
+TARGET = "TARGET"
+"""The argument a target's usage error concerns (``CertifyUsageError.param``)."""
+OPTION = "--option"
+"""The argument a malformed ``KEY=VALUE`` concerns."""
+
+
 def resolve_targets(targets: Sequence[str] = ()) -> list[type[SelectorFeatureGroup]]:
     """The backends to certify: every certifiable one when no target is given; else each target's, a target being
     a class name or selector value of a discovered backend, or an import path ``module:Class``. A target naming none
-    is a ``CertifyUsageError``."""
+    is a ``CertifyUsageError`` (``param`` ``"TARGET"``)."""
     if not targets:
         chosen = certifiable()
         if not chosen:
-            raise CertifyUsageError("no installed backend with a contract kit; see `rag-integration backends`")
+            raise CertifyUsageError("no installed backend with a contract kit; see `rag-integration backends`", TARGET)
         return chosen
     found: dict[type[SelectorFeatureGroup], None] = {}
     for target in targets:
@@ -79,7 +84,8 @@ def resolve_targets(targets: Sequence[str] = ()) -> list[type[SelectorFeatureGro
         if not classes:
             raise CertifyUsageError(
                 f"no installed backend with a contract kit matches {target!r}; see `rag-integration backends`, or "
-                "name a backend class by its import path, module:Class"
+                "name a backend class by its import path, module:Class",
+                TARGET,
             )
         found.update(dict.fromkeys(classes))
     return list(found)
@@ -93,28 +99,80 @@ def import_target(target: str) -> type[SelectorFeatureGroup]:
     try:
         found: object = importlib.import_module(module_name)
     except Exception as error:
-        raise CertifyUsageError(f"target {target!r}: cannot import {module_name!r}: {error}") from error
+        raise CertifyUsageError(f"target {target!r}: cannot import {module_name!r}: {error}", TARGET) from error
     for part in name.split("."):
         found = getattr(found, part, None)
     if not (isinstance(found, type) and issubclass(found, SelectorFeatureGroup) and found.BACKEND is not None):
         raise CertifyUsageError(
-            f"target {target!r} is not a backend class (a SelectorFeatureGroup subclass with BACKEND set): {found!r}"
+            f"target {target!r} is not a backend class (a SelectorFeatureGroup subclass with BACKEND set): {found!r}",
+            TARGET,
         )
     if found.FAMILY not in FAMILY_KITS:
-        raise CertifyUsageError(f"target {target!r}: family {found.FAMILY!r} has no contract kit")
+        raise CertifyUsageError(f"target {target!r}: family {found.FAMILY!r} has no contract kit", TARGET)
     problems = found.declaration_problems()
     if problems:
-        raise CertifyUsageError(f"target {target!r} declares wrongly: " + "; ".join(problems))
+        raise CertifyUsageError(f"target {target!r} declares wrongly: " + "; ".join(problems), TARGET)
     if not found.is_installed():
-        raise CertifyUsageError(f"target {target!r} needs modules that are not installed: {found.REQUIRED_MODULES}")
+        raise CertifyUsageError(
+            f"target {target!r} needs modules that are not installed: {found.REQUIRED_MODULES}", TARGET
+        )
     return found
 
 
+def parse_options(texts: Sequence[str]) -> dict[str, Any]:
+    """``--option`` texts as options, later keys winning; a ``CertifyUsageError`` (``param`` ``"--option"``) for a
+    text that is not ``KEY=VALUE``."""
+    return dict(parse_option(text) for text in texts)
+
+
+@dataclass(frozen=True)
+class CertifyPlan:
+    """A certify run with every argument checked (``plan_certify``): what ``run_plan`` runs."""
+
+    targets: tuple[type[SelectorFeatureGroup], ...]
+    """The backends, in the order they are certified."""
+    options: Mapping[str, Any]
+    """The ``--option`` values, added to every request of the kit and of the checks."""
+    fixtures: tuple[tuple[Fixture, ...], ...]
+    """Per target, the given fixtures its family takes (none: its kit's sample request)."""
+    kit: bool = True
+    """Whether the family's contract kit runs before the checks."""
+    report: Path | None = None
+    """Where the JSON report is written (not checked here)."""
+    pytest_args: tuple[str, ...] = ()
+    """Further pytest arguments of the kit run (``-k``, ``-x``)."""
+
+
+def plan_certify(
+    targets: Sequence[str] = (),
+    options: Sequence[str] = (),
+    fixtures: Sequence[str | Path | Mapping[str, Any]] = (),
+    *,
+    kit: bool = True,
+    report: str | Path | None = None,
+    pytest_args: Sequence[str] = (),
+) -> CertifyPlan:
+    """Everything a certify run takes, checked once, before anything runs: the ``--option KEY=VALUE`` texts, the
+    targets (class names, selector values or ``module:Class``; none: every certifiable backend) and the fixtures
+    (files, or parsed mappings), in that order. The first problem is a ``CertifyUsageError`` whose ``param`` names
+    the argument at fault: ``"--option"``, ``"TARGET"`` or ``"--fixture"``."""
+    extra = parse_options(options)
+    chosen = resolve_targets(targets)
+    given = fixtures_for([cls.FAMILY for cls in chosen], [load_fixture(source) for source in fixtures])
+    return CertifyPlan(
+        targets=tuple(chosen),
+        options=extra,
+        fixtures=tuple(tuple(own) for own in given),
+        kit=kit,
+        report=None if report is None else Path(report),
+        pytest_args=tuple(pytest_args),
+    )
+
+
 def adapter_for(cls: type[SelectorFeatureGroup], extra_options: Mapping[str, Any]) -> dict[str, Any]:
-    adapter: dict[str, Any] = dict(BUILTIN_ADAPTERS.get(cls.__name__, {}))
-    hook = getattr(cls, "certification_adapter", None)
-    if callable(hook):
-        adapter.update(hook())
+    """The kit adapter certifying ``cls``: its ``certification_adapter()``, ``extra_options`` (``--option``) over
+    its ``backend_options``, and an offline flashrank model folder where it asks for one."""
+    adapter = dict(cls.certification_adapter())
     options = dict(adapter.pop("backend_options", {}))
     options.update(extra_options)
     if adapter.pop("needs_tiny_flashrank_model", False) and "flashrank_model_dir" not in options:
@@ -137,49 +195,52 @@ def kit_of(cls: type[SelectorFeatureGroup], adapter: Mapping[str, Any]) -> tuple
     return FAMILY_KITS[cls.FAMILY]
 
 
-def certification_module(
-    backends: Sequence[type[SelectorFeatureGroup]],
-    extra_options: Mapping[str, Any],
-    adapters: Mapping[type[SelectorFeatureGroup], Mapping[str, Any]] | None = None,
-) -> str:
-    """Python source of a pytest module with one kit subclass per backend."""
-    lines = ["# Generated by rag-integration certify.", "from typing import Any", ""]
-    for cls in backends:
-        adapter = dict(adapters[cls] if adapters is not None else adapter_for(cls, extra_options))
-        kit_module, kit_name = kit_of(cls, adapter)
-        adapter.pop("kit", None)
-        lines += [
-            f"from {kit_module} import {kit_name}",
-            f"from {cls.__module__} import {cls.__name__}",
-            "",
-            "",
-            f"class TestCertify{cls.__name__}({kit_name}):",
-            "    @classmethod",
-            "    def connector_class(cls) -> Any:",
-            f"        return {cls.__name__}",
-        ]
-        for hook, value in sorted(adapter.items()):
-            body = f"{{**super().backend_options(), **{value!r}}}" if hook == "backend_options" else repr(value)
-            lines += ["", "    @classmethod", f"    def {hook}(cls) -> Any:", f"        return {body}"]
-        lines += ["", ""]
-    return "\n".join(lines)
-
-
-def certification_kit(cls: type[SelectorFeatureGroup], adapter: Mapping[str, Any]) -> ContractKit:
-    """An instance of the same kit subclass the generated module declares, for the certify checks' requests."""
+def certification_kit_class(cls: type[SelectorFeatureGroup], adapter: Mapping[str, Any]) -> type[ContractKit]:
+    """The one kit subclass certifying ``cls``, ``TestCertify<Class>``: as a backend's own test subclasses its
+    family's kit, with ``connector_class`` returning ``cls``, the adapter's ``backend_options`` over the kit's, and
+    each other adapter entry as the kit hook of its name returning its value. pytest runs it (``run_kits``) and the
+    certify checks send their requests through an instance of it."""
     kit_module, kit_name = kit_of(cls, adapter)
     base: type[ContractKit] = getattr(importlib.import_module(kit_module), kit_name)
     options = dict(adapter.get("backend_options", {}))
+
+    def backend_options(kit: type[ContractKit]) -> dict[str, Any]:
+        kits_own: dict[str, Any] = cast(Any, super(certified, kit)).backend_options()
+        return {**kits_own, **copy.deepcopy(options)}
+
     namespace: dict[str, Any] = {
+        "__module__": CERTIFICATION_MODULE,
         "connector_class": classmethod(lambda kit: cls),
-        "backend_options": classmethod(lambda kit: {**base.backend_options(), **options}),
+        "backend_options": classmethod(backend_options),
     }
     for hook, value in adapter.items():
         if hook not in ("kit", "backend_options"):
-            namespace[hook] = classmethod(lambda kit, value=value: value)
-    instance: ContractKit = type(f"Certify{cls.__name__}", (base,), namespace)()
-    kit_store_root(instance)
-    return instance
+            namespace[hook] = classmethod(lambda kit, value=value: copy.deepcopy(value))
+    certified: type[ContractKit] = type(f"TestCertify{cls.__name__}", (base,), namespace)
+    return certified
+
+
+CERTIFICATION_MODULE = "test_certify_backends"
+"""The generated pytest module holding the kit subclasses of a run (``certification_module``)."""
+_RUNNING_KITS: dict[str, type[ContractKit]] = {}
+"""The kit subclasses of the kit run under way, by class name, for the generated module to take."""
+
+
+def running_kit(name: str) -> type[ContractKit]:
+    """A kit subclass of the kit run under way (``run_kits``), by class name: what the generated module declares."""
+    return _RUNNING_KITS[name]
+
+
+def certification_module(kits: Sequence[type[ContractKit]]) -> str:
+    """Python source of the pytest module declaring ``kits`` (``certification_kit_class``) under their names."""
+    lines = [
+        "# Generated by rag-integration certify: one subclass of its family's contract kit per backend,",
+        "# built by rag_integration.testing.certify.certification_kit_class.",
+        "from rag_integration.testing.certify import running_kit",
+        "",
+    ]
+    lines += [f"{kit.__name__} = running_kit({kit.__name__!r})" for kit in kits]
+    return "\n".join(lines) + "\n"
 
 
 REPORT_VERSION = 2
@@ -199,51 +260,65 @@ def certify(
 
     ``backends`` are class names, selector values or import paths ``module:Class``; ``fixtures`` are fixture files
     (or parsed mappings) of the format ``certify_fixtures`` describes; ``kit=False`` runs the certify checks without
-    the family's contract kit. With ``report``, the JSON report is written there (``build_report``).
+    the family's contract kit. With ``report``, the JSON report is written there (``build_report``). The arguments
+    are checked by ``plan_certify`` and the plan run by ``run_plan``.
     """
     try:
-        chosen = resolve_targets(backends)
-        extra = dict(parse_option(option) for option in options)
-        given = fixtures_for([cls.FAMILY for cls in chosen], [load_fixture(source) for source in fixtures])
-    except ValueError as error:  # CertifyUsageError, and a malformed --option
+        plan = plan_certify(backends, options, fixtures, kit=kit, report=report, pytest_args=pytest_args)
+    except CertifyUsageError as error:
         print(f"rag-integration certify: usage error: {error}", file=sys.stderr)
         return 2
-    adapters = {cls: adapter_for(cls, extra) for cls in chosen}
+    return run_plan(plan)
+
+
+def run_plan(plan: CertifyPlan) -> int:
+    """Run a checked certify run: the kit (unless ``plan.kit`` is False), then the certify checks of each target on
+    its fixtures, printed as they end; the report written to ``plan.report``. 0 when certified, else 1."""
+    chosen = plan.targets
+    kits = [certification_kit_class(cls, adapter_for(cls, plan.options)) for cls in chosen]
     print("certifying: " + ", ".join(f"{cls.FAMILY}/{cls.BACKEND} ({cls.__name__})" for cls in chosen), flush=True)
     collector = CheckCollector(chosen)
-    code = run_kits(chosen, extra, adapters, pytest_args, collector) if kit else None
+    code = run_kits(kits, plan.pytest_args, collector) if plan.kit else None
     checks = collector.checks()
-    for cls, fixtures_of_cls in zip(chosen, given, strict=True):
-        subject = Subject(cls, certification_kit(cls, adapters[cls]))
-        own = fixtures_of_cls or [default_fixture(type(subject.kit), cls.FAMILY)]
+    for cls, kit_class, fixtures_of_cls in zip(chosen, kits, plan.fixtures, strict=True):
+        subject = Subject(cls, certification_kit(kit_class))
+        own = list(fixtures_of_cls) or [default_fixture(kit_class, cls.FAMILY)]
         for check in backend_checks(subject, own):
             print_check(check)
             checks.append(check)
     document, text = final_report(chosen, checks, code)
-    if report is not None:
-        Path(report).write_text(text, encoding="utf-8")
+    if plan.report is not None:
+        plan.report.write_text(text, encoding="utf-8")
     summary = document["summary"]
     verdict = "certified" if document["certified"] else "NOT certified"
     print(f"{verdict}: {summary['pass']} passed, {summary['fail']} failed, {summary['skip']} skipped", flush=True)
     return 0 if document["certified"] else 1
 
 
-def run_kits(
-    chosen: Sequence[type[SelectorFeatureGroup]],
-    extra: Mapping[str, Any],
-    adapters: Mapping[type[SelectorFeatureGroup], Mapping[str, Any]],
-    pytest_args: Sequence[str],
-    collector: CheckCollector,
-) -> int:
-    """The generated kit module run by pytest in this process; pytest's exit code."""
+def certification_kit(kit_class: type[ContractKit]) -> ContractKit:
+    """An instance of a run's kit subclass for the certify checks' requests, with what its pytest fixtures would
+    set (a folder for the stores it builds)."""
+    instance = kit_class()
+    kit_store_root(instance)
+    return instance
+
+
+def run_kits(kits: Sequence[type[ContractKit]], pytest_args: Sequence[str], collector: CheckCollector) -> int:
+    """The kit subclasses run by pytest in this process, from a generated module declaring them; pytest's exit
+    code."""
     import pytest
 
     folder = Path(tempfile.mkdtemp(prefix="rag-integration-certify-"))
-    module = folder / "test_certify_backends.py"
-    module.write_text(certification_module(chosen, extra, adapters), encoding="utf-8")
+    module = folder / f"{CERTIFICATION_MODULE}.py"
+    module.write_text(certification_module(kits), encoding="utf-8")
     arguments = [str(module), "-q", "-p", "no:cacheprovider", "--rootdir", str(folder)]
     arguments += ["-W", "ignore::pytest.PytestAssertRewriteWarning", *pytest_args]
-    return int(pytest.main(arguments, plugins=[collector]))
+    _RUNNING_KITS.clear()
+    _RUNNING_KITS.update({kit.__name__: kit for kit in kits})
+    try:
+        return int(pytest.main(arguments, plugins=[collector]))
+    finally:
+        _RUNNING_KITS.clear()
 
 
 def print_check(check: Check) -> None:
@@ -334,10 +409,11 @@ def _failure_message(report: TestReport) -> str:
 
 
 def parse_option(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE`` with VALUE as JSON, or as a plain string when it is not JSON."""
+    """``KEY=VALUE`` with VALUE as JSON, or as a plain string when it is not JSON; else a ``CertifyUsageError`` (a
+    ``ValueError``) on ``--option``."""
     key, separator, raw = text.partition("=")
     if not separator or not key:
-        raise ValueError(f"--option takes KEY=VALUE (VALUE as JSON, or a plain string), got {text!r}")
+        raise CertifyUsageError(f"--option takes KEY=VALUE (VALUE as JSON, or a plain string), got {text!r}", OPTION)
     try:
         return key, json.loads(raw)
     except ValueError:

@@ -38,10 +38,19 @@ INPUT_KEYS = frozenset(FAMILY_INPUTS_ORDER)
 FIXTURE_KEYS = frozenset({"name", "description", "query", "options", "profile", "expect"}) | INPUT_KEYS
 EXPECT_KEYS = frozenset({"top", "answer_contains"})
 RESERVED_OPTIONS = frozenset({"query_text", "question", "profile"}) | INPUT_KEYS
+FIXTURE = "--fixture"
+"""The argument a fixture's usage error concerns (``CertifyUsageError.param``)."""
 
 
 class CertifyUsageError(ValueError):
-    """A certify argument that cannot be used: a target naming no backend, a malformed fixture, a bad --option."""
+    """A certify argument that cannot be used: a target naming no backend, a malformed fixture, a bad --option.
+
+    ``param`` names the argument it concerns, as the command line spells it: ``"TARGET"``, ``"--fixture"`` or
+    ``"--option"`` (None where no one argument is at fault)."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 @dataclass(frozen=True)
@@ -76,15 +85,15 @@ def load_fixture(source: str | Path | Mapping[str, Any]) -> Fixture:
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
-        raise CertifyUsageError(f"fixture {path}: cannot be read: {error.strerror or error}") from error
+        raise CertifyUsageError(f"fixture {path}: cannot be read: {error.strerror or error}", FIXTURE) from error
     except (UnicodeDecodeError, ValueError) as error:
-        raise CertifyUsageError(f"fixture {path}: not JSON: {error}") from error
+        raise CertifyUsageError(f"fixture {path}: not JSON: {error}", FIXTURE) from error
     return parse_fixture(document, path.stem, str(path))
 
 
 def parse_fixture(document: object, name: str, where: str) -> Fixture:
     def wrong(problem: str) -> CertifyUsageError:
-        return CertifyUsageError(f"fixture {where}: {problem}")
+        return CertifyUsageError(f"fixture {where}: {problem}", FIXTURE)
 
     if not isinstance(document, Mapping):
         raise wrong(f"expected a JSON object, got {type(document).__name__}")
@@ -178,11 +187,12 @@ def fixtures_for(families: Sequence[str], fixtures: Sequence[Fixture]) -> list[l
     names = [fixture.name for fixture in fixtures]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
-        raise CertifyUsageError(f"two fixtures are named {duplicates[0]!r}: give one a 'name' of its own")
+        raise CertifyUsageError(f"two fixtures are named {duplicates[0]!r}: give one a 'name' of its own", FIXTURE)
     for fixture in fixtures:
         if not any(fixture.applies_to(family) for family in families):
             raise CertifyUsageError(
                 f"fixture {fixture.source}: its inputs {sorted(fixture.inputs)} fit none of the targets' families "
-                f"({', '.join(sorted(set(families)))})"
+                f"({', '.join(sorted(set(families)))})",
+                FIXTURE,
             )
     return [[fixture for fixture in fixtures if fixture.applies_to(family)] for family in families]

@@ -188,6 +188,10 @@ class ContractKit:
     capability flags (``supports_top_k``, ``items_option``) say which standard tests it has. A subclass must not
     redefine a standard test silently (``test_no_standard_test_is_silently_overridden``); one that truly cannot
     hold is overridden with ``pytest.mark.xfail(reason=...)``.
+
+    The hooks a kit must fill raise ``NotImplementedError`` instead of being ``abc`` abstract methods on purpose:
+    pytest does not collect an abstract class, so a backend's test that forgot ``connector_class`` would pass by
+    running no test at all, where it now fails every test naming the missing hook.
     """
 
     feature_name: ClassVar[str] = ""
@@ -433,3 +437,35 @@ class ContractKit:
             "a standard test is replaced without pytest.mark.xfail(reason=...); use the kit's capability flags and "
             "adapter hooks instead, or mark the override: " + "; ".join(overrides)
         )
+
+
+class CorpusContractKit(ContractKit):
+    """The adapter hooks of the families answering over a ``corpus`` (retrieve, orchestrator), written once: both
+    kits ask the same queries of six documents with the same doc ids (cat, dog, engine, bread, tide, volcano), each
+    family's ``kit_corpus`` wording them as its answers need."""
+
+    items_option: ClassVar[str | None] = "corpus"
+    kit_corpus: ClassVar[list[dict[str, Any]]]
+    """The family kit's six documents."""
+
+    @classmethod
+    def matches_by_word_overlap(cls) -> bool:
+        """True when a query that shares no word with the corpus finds nothing (no passage; for orchestrator, no
+        document and an empty answer)."""
+        return True
+
+    @classmethod
+    def sample_top(cls) -> Any:
+        return "engine"
+
+    @classmethod
+    def batch_queries(cls) -> list[Any]:
+        return ["cat windowsill", "engine oil", "moon tide ocean", "lava eruption", "the dog and the cat", "oil"]
+
+    @classmethod
+    def top_k_request(cls) -> dict[str, Any]:
+        return {"query_text": "the cat and the dog", "corpus": cls.kit_corpus}
+
+    @classmethod
+    def top_k_answer_size(cls) -> tuple[int, int]:
+        return 2, len(cls.kit_corpus)

@@ -23,7 +23,13 @@ from rag_integration.core.indexes.memory import forget_built
 from rag_integration.core.indexes.store import intact_claim
 from rag_integration.core.indexes.term_counts import ANALYSIS_MEMO
 from rag_integration.feature_groups.rag_pipeline import STAGES, VectorStoreRetriever
-from rag_integration.testing.kit import ContractKit, assert_ranked_passages, document_texts, kit_rows_feature
+from rag_integration.testing.kit import (
+    PASSAGE_KEYS,
+    CorpusContractKit,
+    assert_ranked_passages,
+    document_texts,
+    kit_rows_feature,
+)
 from rag_integration.testing.runner import query_and_corpus_errors, run_feature
 
 CORPUS: list[dict[str, Any]] = [
@@ -34,14 +40,14 @@ CORPUS: list[dict[str, Any]] = [
     {"doc_id": "tide", "lang": "de", "text": "The moon pulls the ocean, making the tide rise twice a day."},
     {"doc_id": "volcano", "lang": "fr", "text": "Lava from the volcano flows down the mountain after an eruption."},
 ]
-ROW_KEYS = {"doc_id", "text", "score", "rank"}
+ROW_KEYS = PASSAGE_KEYS
 
 
-class RetrieveContractTests(ContractKit):
+class RetrieveContractTests(CorpusContractKit):
     """Every retrieve backend must pass these; each test runs through ``mlodaAPI.run_all``."""
 
     feature_name: ClassVar[str] = "retrieved_passages"
-    items_option: ClassVar[str | None] = "corpus"
+    kit_corpus: ClassVar[list[dict[str, Any]]] = CORPUS
 
     @classmethod
     def parity_requests(cls) -> list[dict[str, Any]]:
@@ -68,30 +74,9 @@ class RetrieveContractTests(ContractKit):
     def sample_request(cls) -> dict[str, Any]:
         return {"query_text": "engine oil filter for my car", "corpus": CORPUS}
 
-    @classmethod
-    def sample_top(cls) -> Any:
-        return "engine"
-
-    @classmethod
-    def batch_queries(cls) -> list[Any]:
-        return ["cat windowsill", "engine oil", "moon tide ocean", "lava eruption", "the dog and the cat", "oil"]
-
-    @classmethod
-    def top_k_request(cls) -> dict[str, Any]:
-        return {"query_text": "the cat and the dog", "corpus": CORPUS}
-
-    @classmethod
-    def top_k_answer_size(cls) -> tuple[int, int]:
-        return 2, len(CORPUS)
-
     def check_row(self, row: Sequence[Mapping[str, Any]], request: Mapping[str, Any]) -> None:
         """Passages of the request's corpus, each with a score above zero (SPEC: only score > 0 is returned)."""
         assert_ranked_passages(row, document_texts(request["corpus"]), positive=True)
-
-    @classmethod
-    def matches_by_word_overlap(cls) -> bool:
-        """True when a query that shares no word with the corpus returns no passage."""
-        return True
 
     @classmethod
     def added_metadata_keys(cls) -> frozenset[str]:

@@ -251,6 +251,13 @@ class SelectorFeatureGroup(FeatureGroup):
         return modules_installed(cls.REQUIRED_MODULES)
 
     @classmethod
+    def certification_adapter(cls) -> dict[str, Any]:
+        """What ``rag-integration certify`` cannot guess about this backend: kit hooks' values by name (e.g.
+        ``{"matches_by_word_overlap": False}``), ``backend_options`` every request needs, and ``kit``
+        (``"module:Class"``) naming a kit to use instead of the family's (docs: plugins.md, "Certify")."""
+        return {}
+
+    @classmethod
     def compute_framework_rule(cls) -> set[type[ComputeFramework]] | None:
         """The frameworks every connector serves: the loaded mloda frameworks that ``core.contract.frames`` has an adapter for."""
         return framework_classes()

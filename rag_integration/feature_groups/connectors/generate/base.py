@@ -8,6 +8,7 @@ Scoring and checking are the shared rules of ``rag_integration.core.text.groundi
 from __future__ import annotations
 
 import dataclasses
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic
@@ -121,6 +122,7 @@ class BaseGenerateConnector(SelectorFeatureGroup, Generic[SettingsT]):
         check_grounded(answer, passages, cls.__name__)
 
     @classmethod
+    @abstractmethod
     def respond(cls, query: str, passages: Sequence[Document], settings: SettingsT) -> Answer:
         """The answer for one query over non-empty passages; usually ``compose(picked sentences, passages)``.
 
@@ -135,7 +137,6 @@ class BaseGenerateConnector(SelectorFeatureGroup, Generic[SettingsT]):
         The base then runs ``check``: every sentence must be quoted from a passage it cites, else
         ``GroundingError``; under ``on_error="row"`` that error becomes the query's row instead.
         """
-        raise NotImplementedError
 
 
 def scored_sentences(query: str, passages: Sequence[Document], model: str = OVERLAP) -> list[QuotableSentence]:

@@ -36,5 +36,10 @@ class ExtractiveResponder(BaseGenerateConnector[ExtractiveSettings]):
     SETTINGS: ClassVar[type[Any] | None] = ExtractiveSettings
 
     @classmethod
+    def certification_adapter(cls) -> dict[str, Any]:
+        """Every answer quotes one passage."""
+        return {"cites_one_passage": True}
+
+    @classmethod
     def respond(cls, query: str, passages: Sequence[Document], settings: ExtractiveSettings) -> Answer:
         return compose(best_answer(query, scored_sentences(query, passages, settings.sentence_model)), passages)

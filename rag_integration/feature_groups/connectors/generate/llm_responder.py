@@ -97,6 +97,11 @@ class LlmResponder(BaseGenerateConnector[LlmResponderSettings]):
     SETTINGS: ClassVar[type[Any] | None] = LlmResponderSettings
 
     @classmethod
+    def certification_adapter(cls) -> dict[str, Any]:
+        """A model words its answers itself, and its rows carry ``unsupported``."""
+        return {"paraphrases": True, "empty_answer": {"answer": "", "citations": [], "unsupported": []}}
+
+    @classmethod
     def read_settings(cls, reader: OptionReader) -> LlmResponderSettings:
         """The declared options; the server's through ``LlmSettings.read``, the support model as its similarity."""
         llm = LlmSettings.read(reader)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import sys
+from abc import abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic
@@ -142,6 +143,7 @@ class BaseGraphRagConnector(SelectorFeatureGroup, Generic[SettingsT]):
         return rank_hits(hits, graph.nodes, top_k, return_metadata=return_metadata)
 
     @classmethod
+    @abstractmethod
     def score_nodes(cls, graph: Graph, seeds: list[float], settings: SettingsT) -> Sequence[float]:
         """One score per node (by position) from the query's seed scores; <= 0 means not relevant.
 
@@ -153,7 +155,6 @@ class BaseGraphRagConnector(SelectorFeatureGroup, Generic[SettingsT]):
         The base checks one finite score per node (else ``RankingContractError``), drops scores <= 0, ranks best
         first with ties broken by doc_id, and cuts at ``top_k``.
         """
-        raise NotImplementedError
 
 
 def spreading_activation(

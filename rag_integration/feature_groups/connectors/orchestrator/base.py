@@ -8,6 +8,7 @@ checks the answer text is quoted from the documents it returns (``core.text.grou
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -164,6 +165,7 @@ class BaseOrchestratorConnector(SelectorFeatureGroup, Generic[SettingsT]):
         raise NotImplementedError
 
     @classmethod
+    @abstractmethod
     def orchestrate(cls, request: OrchestratorRequest, settings: SettingsT) -> list[EngineAnswer]:
         """What the engine answers for each query of ``request``, in order.
 
@@ -177,7 +179,6 @@ class BaseOrchestratorConnector(SelectorFeatureGroup, Generic[SettingsT]):
         One ``EngineAnswer`` per query (else ``RankingContractError``); the base grounds each answer in the
         corpus, mapping the engine's hits to doc_ids and refusing sentences that quote nothing.
         """
-        raise NotImplementedError
 
 
 def ground_answer(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
@@ -101,6 +102,7 @@ class BaseRerankConnector(SelectorFeatureGroup, Generic[SettingsT]):
         return [{"kind": "rerank"} for _ in positions]
 
     @classmethod
+    @abstractmethod
     def score(cls, query: str, texts: list[str], settings: SettingsT) -> Sequence[float]:
         """One relevance score per text (higher is better), in the order given.
 
@@ -115,4 +117,3 @@ class BaseRerankConnector(SelectorFeatureGroup, Generic[SettingsT]):
         The base checks one finite score per text (else ``RankingContractError``), sorts best first and keeps the
         incoming order among equal scores, then cuts at ``top_k``.
         """
-        raise NotImplementedError

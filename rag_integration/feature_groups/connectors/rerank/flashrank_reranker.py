@@ -66,6 +66,12 @@ class FlashRankReranker(BaseRerankConnector[FlashRankSettings]):
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("flashrank", "onnxruntime", "tokenizers")
 
     @classmethod
+    def certification_adapter(cls) -> dict[str, Any]:
+        """Certified offline, on the tiny model certify writes for the kit's texts (unless ``flashrank_model_dir``
+        is given)."""
+        return {"needs_tiny_flashrank_model": True}
+
+    @classmethod
     def read_settings(cls, reader: OptionReader) -> FlashRankSettings:
         declared = read_options(FlashRankOptions, reader)
         config = require_module("flashrank.Config", "flashrank", "rerank")

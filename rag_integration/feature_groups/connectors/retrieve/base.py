@@ -8,6 +8,7 @@ workers and ``INDEX_CACHE.install``-ed there under ``index_key``.
 from __future__ import annotations
 
 import functools
+from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,6 +257,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         raise NotImplementedError
 
     @classmethod
+    @abstractmethod
     def search(cls, index: I, queries: list[str], depth: int, allowed: AllowedMask, settings: S) -> list[Hits]:
         """Up to ``depth`` best ``(document position, score)`` hits per query, never one outside ``allowed``.
 
@@ -269,7 +271,6 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         Returns hits in any order: the base drops scores <= 0, sorts, and breaks ties by doc_id. A position out of
         range or a non-finite score is refused by the base with ``RankingContractError``.
         """
-        raise NotImplementedError
 
     @classmethod
     def explain(

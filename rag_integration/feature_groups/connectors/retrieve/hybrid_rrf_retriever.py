@@ -111,6 +111,11 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = Bm25sRetriever.REQUIRED_MODULES + FaissDenseRetriever.REQUIRED_MODULES
 
     @classmethod
+    def certification_adapter(cls) -> dict[str, Any]:
+        """Its dense ranking finds passages for a query sharing no word with the corpus."""
+        return {"matches_by_word_overlap": False}
+
+    @classmethod
     def read_settings(cls, reader: OptionReader) -> HybridSettings:
         fusion = read_options(FusionOptions, reader)
         return HybridSettings(
