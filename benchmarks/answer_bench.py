@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,12 +21,13 @@ from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
 
 from rag_integration import Corpus
+from rag_integration.core.text.grounding import citation_markers
 from rag_integration.core.text.sentences import split_sentences
-from rag_integration.evaluation.run import backend_class
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
+from rag_integration.registry import backend_class
 
 LANGUAGES = ("en", "de", "es", "ru", "ar", "zh")
-MARKER = re.compile(r"\s*\[\d+\]")
+MARKER = citation_markers(space_before=True)
 
 
 def load(folder: Path) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:

@@ -105,7 +105,7 @@ def backend_classes() -> list[type[SelectorFeatureGroup]]:
 
 def selector_values(family: str) -> list[str]:
     """The selector values of ``family``'s backends, installed or not, sorted."""
-    return sorted({str(cls.BACKEND) for cls in backend_classes() if cls.FAMILY == family})
+    return sorted({str(cls.BACKEND) for cls in backend_classes() if family == cls.FAMILY})
 
 
 def backend_class(family: str, selector: str, value: str) -> type[SelectorFeatureGroup]:

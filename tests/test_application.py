@@ -11,6 +11,7 @@ import pytest
 
 from rag_integration import application
 from rag_integration.cli import main
+from rag_integration.cli.base import flag as cli_flag
 from rag_integration.core.errors import ArgumentError
 
 QUESTION = "How often should the engine oil be changed?"
@@ -50,10 +51,11 @@ def test_ask_all_answers_each_question_and_notes_the_files_not_read(folder: Path
 
 def test_search_ranks_the_passages_the_command_line_prints(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
     result = application.search(["engine oil", "bread"], files=[folder], top_k=2, metadata=True, cache=False)
-    assert [ranking[0]["text"] for ranking in result.rankings] == [
-        "Change the engine oil every 10,000 km or once a year.",
-        "Bake the bread at 220 degrees for thirty minutes.",
-    ]
+    tops = [ranking[0] for ranking in result.rankings]
+    assert "Change the engine oil every 10,000 km" in tops[0]["text"] and tops[0]["metadata"]["source"] == str(
+        folder / "car.md"
+    )
+    assert tops[1]["text"] == "Bake the bread at 220 degrees for thirty minutes."
     command = ["search", "engine oil", "bread", "--files", str(folder), "--top-k", "2", "--json", "--no-cache"]
     assert main(command) == 0
     printed = json.loads(capsys.readouterr().out)
@@ -63,7 +65,7 @@ def test_search_ranks_the_passages_the_command_line_prints(folder: Path, capsys:
 def test_index_then_ask_the_store(folder: Path, tmp_path: Path) -> None:
     store = tmp_path / "store"
     report = application.index([folder], store, embedding_model="hash")
-    assert report.chunks >= 3 and report.added == report.chunks and report.embedded == report.chunks
+    assert report.chunks >= 2 and report.added == report.chunks and report.embedded == report.chunks
     again = application.index([folder], store, embedding_model="hash")
     assert (again.added, again.changed, again.removed, again.embedded) == (0, 0, 0, 0)
     with warnings.catch_warnings():
@@ -88,19 +90,22 @@ def test_a_changed_file_makes_ask_warn_that_the_store_is_out_of_date(folder: Pat
         (lambda folder: application.ask(QUESTION), "index_dir / files", "--index-dir / --files"),
         (lambda folder: application.ask(" ", files=[folder]), "question", "QUESTION"),
         (lambda folder: application.search(["x"], files=[folder / "none.md"]), "files", "--files"),
-        (lambda folder: application.index([folder], folder.parent / "s", embedding_model="e5"), "embedding_model", None),
+        (
+            lambda folder: application.index([folder], folder.parent / "s", embedding_model="e5"),
+            "embedding_model",
+            "--embedding-model",
+        ),
     ],
 )
 def test_a_wrong_argument_names_the_parameter_and_the_cli_its_flag(
-    folder: Path, capsys: pytest.CaptureFixture[str], call: object, argument: str, flag: str | None
+    folder: Path, call: object, argument: str, flag: str
 ) -> None:
     with pytest.raises(ArgumentError) as raised:
         call(folder)  # type: ignore[operator]
     assert raised.value.argument == argument
     assert str(raised.value).startswith(f"argument '{argument}': ")
     assert "{" not in str(raised.value) and "--" not in raised.value.spelled(str).split(": ")[0]
-    if flag is not None:
-        assert flag in raised.value.spelled(lambda name: "--" + name.replace("_", "-")) or flag.isupper() or "/" in flag
+    assert cli_flag(raised.value.argument) == flag
 
 
 def test_the_cli_shows_an_argument_error_as_a_usage_error_naming_its_flag(

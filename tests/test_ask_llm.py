@@ -15,8 +15,8 @@ from llm_server import FakeChatServer, prompt_of, quoting_model, serve_module
 from rich.console import Console
 
 from rag_integration.application.answers import answer_of, error_of
-from rag_integration.cli.ask import print_answers
 from rag_integration.cli import main
+from rag_integration.cli.ask import print_answers
 
 SERVERS: dict[str, FakeChatServer] = {}
 FOUNDED = "Acme was founded in 2011 by Jonas Becker in Berlin."

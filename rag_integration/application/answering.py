@@ -13,11 +13,12 @@ from mloda.user import Feature, Options
 
 from rag_integration.application.answers import MAX_QUESTIONS_BYTES, Answer, answer_of, read_questions
 from rag_integration.application.arguments import backend, choose
-from rag_integration.application.notes import FILES_CACHE_STORES, NO_DOCUMENTS, RunNotes, files_cache_dir, prune_stores
+from rag_integration.application.notes import FILES_CACHE_STORES, NO_DOCUMENTS, RunNotes, files_cache_dir
 from rag_integration.application.requests import check_flashrank_dir, reranked, retrieval
 from rag_integration.core.contract.run import run_features
 from rag_integration.core.documents.files import read_named_file
 from rag_integration.core.errors import ArgumentError
+from rag_integration.core.indexes.retention import prune_index_stores
 from rag_integration.core.progress import progress_display
 
 
@@ -104,7 +105,7 @@ def ask_all(
         answer_feature = Feature("generated_answer", options=Options(context=answer_options))
         columns = run_features([answer_feature, passages], {*request.groups, generator})
     if index_dir is None and cache:
-        prune_stores(files_cache_dir(), keep=FILES_CACHE_STORES)
+        prune_index_stores(files_cache_dir(), keep=FILES_CACHE_STORES)
     no_documents = NO_DOCUMENTS if notes.no_documents else None
     answers = [
         answer_of(text, row, ranking, no_documents)

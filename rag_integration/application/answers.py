@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.text.grounding import MARKER
 from rag_integration.core.text.lexical import missing_query_words
 
-MARKER = re.compile(r"\s*\[(\d+)\]")
 MAX_QUESTIONS_BYTES = 16 * 1024 * 1024
 QUESTION_KEYS = ("question", "query", "text")
 

@@ -4,8 +4,6 @@ that ``search``/``ask`` over files keep their indexes in."""
 from __future__ import annotations
 
 import os
-import re
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -69,18 +67,3 @@ FILES_CACHE_STORES = 8
 def files_cache_dir() -> Path:
     """Where ``search``/``ask`` over files keep what they built: ``files/`` beside the evaluation's indexes."""
     return default_index_dir().parent / "files"
-
-
-def prune_stores(folder: Path, keep: int) -> None:
-    """Remove all but the ``keep`` most recently written index stores of ``folder`` (folders ``<backend>-<hash>``
-    beside ``embeddings/`` and ``analysis/``, which every index reuses)."""
-    try:
-        stores = [entry for entry in folder.iterdir() if entry.is_dir() and STORE_NAME.fullmatch(entry.name)]
-    except OSError:
-        return
-    stores.sort(key=lambda entry: (entry.stat().st_mtime, entry.name), reverse=True)
-    for stale in stores[keep:]:
-        shutil.rmtree(stale, ignore_errors=True)
-
-
-STORE_NAME = re.compile(r"[a-z0-9_]+-[0-9a-f]{20}")

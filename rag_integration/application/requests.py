@@ -67,7 +67,7 @@ def retrieval(
         str(VectorStoreRetriever.BACKEND): "it answers from a store written by `rag-integration index`: give that "
         "store with {index_dir} instead of {files}"
     }
-    retriever = backend("retrieve", "backend", backend_name, refused)
+    retriever = backend("retrieve", "backend_name", backend_name, refused)
     source = "docs__chunked" if chunker != "none" else "docs"
     options |= file_options(files or [], chunker) | {"retrieve_backend": backend_name, "corpus_source": source}
     if cache:

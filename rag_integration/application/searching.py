@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag_integration.application.notes import FILES_CACHE_STORES, NO_DOCUMENTS, RunNotes, files_cache_dir, prune_stores
+from rag_integration.application.notes import FILES_CACHE_STORES, NO_DOCUMENTS, RunNotes, files_cache_dir
 from rag_integration.application.requests import check_flashrank_dir, reranked, retrieval
 from rag_integration.core.contract.run import run_features
+from rag_integration.core.indexes.retention import prune_index_stores
 from rag_integration.core.progress import progress_display
 
 
@@ -70,5 +71,5 @@ def search(
     with progress_display(progress), notes.reading_files():
         columns = run_features([request.as_feature(show_progress=progress)], request.groups)
     if index_dir is None and cache:
-        prune_stores(files_cache_dir(), keep=FILES_CACHE_STORES)
+        prune_index_stores(files_cache_dir(), keep=FILES_CACHE_STORES)
     return SearchResult(list(queries), columns[request.feature], notes)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
-from rag_integration.registry import backend_classes
+from rag_integration.registry import installed_backends
 from rag_integration.testing.certify_checks import Check, Subject, backend_checks, kit_store_root, redact
 from rag_integration.testing.certify_fixtures import (
     CertifyUsageError,
@@ -53,13 +53,7 @@ FAMILY_KITS: Mapping[str, tuple[str, str]] = {
 
 def certifiable(backends: Sequence[str] = ()) -> list[type[SelectorFeatureGroup]]:
     """Installed backends whose family has a kit, optionally only those named (by class name or selector value)."""
-    chosen = []
-    for cls in backend_classes():
-        if cls.FAMILY not in FAMILY_KITS or not cls.is_installed():
-            continue
-        if backends and cls.__name__ not in backends and cls.BACKEND not in backends:
-            continue
-        chosen.append(cls)
+    chosen = [cls for cls in installed_backends(backends) if cls.FAMILY in FAMILY_KITS]
     return sorted(chosen, key=lambda cls: (cls.FAMILY, str(cls.BACKEND), cls.__name__))
 
 

@@ -10,14 +10,13 @@ The standard tests come from ``ContractKit`` (generate has no ``top_k``, so none
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 import pytest
 
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
-from rag_integration.core.text.grounding import MARKER, citation_markers
+from rag_integration.core.text.grounding import MARKER, citation_markers, claim_terms
 from rag_integration.testing.kit import ContractKit, KitItemRows, kit_rows_feature
 from rag_integration.testing.runner import run_feature
 
@@ -71,13 +70,9 @@ def assert_grounded(
         if quotes:
             assert sentence.strip() in texts[citations[index]], (sentence, row)
         else:
-            assert _words(sentence) & _words(texts[citations[index]]), (sentence, row)
+            assert claim_terms(sentence) & claim_terms(texts[citations[index]]), (sentence, row)
         used.add(index)
     assert used == set(range(len(citations)))
-
-
-def _words(text: str) -> set[str]:
-    return set(re.findall(r"\w{3,}", text.casefold()))
 
 
 class GenerateContractTests(ContractKit):

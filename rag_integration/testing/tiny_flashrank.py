@@ -9,10 +9,11 @@ field, so no ``onnx`` package is needed either.
 from __future__ import annotations
 
 import json
-import re
 import struct
 from collections.abc import Iterable
 from pathlib import Path
+
+from rag_integration.core.text.analysis import words
 
 TINY_MODEL_NAME = "ms-marco-TinyBERT-L-2-v2"
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -21,7 +22,7 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 def build_tiny_flashrank_model(cache_dir: Path, texts: Iterable[str], model_name: str = TINY_MODEL_NAME) -> Path:
     """Write ``cache_dir/<model_name>/`` as FlashRank expects it and return that folder.
 
-    The vocabulary is every lower-cased word of ``texts``; the model's logit for a (query, passage) pair counts
+    The vocabulary is every word of ``texts`` (``core.text.analysis.words``); the model's logit for a (query, passage) pair counts
     the pairs of equal words across the two segments, so passages sharing more words with the query score higher.
     """
     from flashrank.Config import model_file_map
@@ -29,8 +30,8 @@ def build_tiny_flashrank_model(cache_dir: Path, texts: Iterable[str], model_name
 
     folder = Path(cache_dir) / model_name
     folder.mkdir(parents=True, exist_ok=True)
-    words = sorted({word for text in texts for word in re.findall(r"\w+", text.lower())} - set(SPECIAL_TOKENS))
-    vocab = {token: index for index, token in enumerate((*SPECIAL_TOKENS, *words))}
+    known = sorted({word for text in texts for word in words(text)} - set(SPECIAL_TOKENS))
+    vocab = {token: index for index, token in enumerate((*SPECIAL_TOKENS, *known))}
     tokenizer = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()

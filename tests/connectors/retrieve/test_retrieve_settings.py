@@ -216,7 +216,7 @@ def test_a_pickled_index_ranks_identically_in_another_process(
 def test_a_pickled_stemming_index_still_stems_its_queries() -> None:
     index = Bm25sRetriever.build_index(Corpus(CORPUS), Bm25sIndexSettings(1.5, 0.75, "lucene", stemmer=True))
     restored = pickle.loads(pickle.dumps(index))
-    assert restored.query_ids("the purrs of cats") == index.query_ids("purr cat") != []
+    assert restored.query_terms("the purrs of cats") == index.query_terms("purr cat") != []
     search_settings = Bm25sSettings(index.settings, threads=1)
     for query in (["purring cats"], ["the engines"]):
         assert Bm25sRetriever.search(restored, query, 3, None, search_settings) == Bm25sRetriever.search(
