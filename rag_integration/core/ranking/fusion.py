@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rag_integration.core.errors import InvalidOptionError
-from rag_integration.core.options import OptionReader
+from rag_integration.core.options import OptionReader, option
 
 MAX_RRF_WEIGHT = 1e6
 MIN_RRF_K = 1e-6
@@ -82,3 +83,32 @@ def read_rrf_weights(weights: object, count: int) -> list[float]:
     if not any(values):
         raise InvalidOptionError("rrf_weights", weights, expected)
     return values
+
+
+@dataclass(frozen=True)
+class RrfOptions:
+    """The options of a backend that fuses rankings, as declared; ``weights`` checks ``rrf_weights`` against how
+    many rankings it fuses."""
+
+    rrf_k: float = option(
+        "rrf_k",
+        "number",
+        "RRF constant: `score = Σ wᵢ / (rrf_k + rankᵢ)`",
+        default=60.0,
+        minimum=MIN_RRF_K,
+        shown_as="number > 0",
+    )
+    rrf_weights: list[Any] | None = option(
+        "rrf_weights", "sequence", "one weight per fused ranking", default=None, shown_as="list of numbers"
+    )
+    rrf_candidates: int = option(
+        "rrf_candidates",
+        "integer",
+        "how deep each ranking is read before fusion",
+        default=100,
+        minimum=1,
+        shown_as="int",
+    )
+
+    def weights(self, rankings: int) -> tuple[float, ...]:
+        return tuple(read_rrf_weights(self.rrf_weights, rankings))

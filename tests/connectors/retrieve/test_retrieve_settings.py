@@ -67,7 +67,7 @@ def test_settings_are_frozen_typed_and_picklable() -> None:
     assert bm25 == Bm25sSettings(Bm25sIndexSettings(k1=1.2, b=0.75, method="lucene", stemmer=True), threads=3)
     assert settings_of(TfidfRetriever) == TfidfSettings(sublinear_tf=True, ngram_max=1)
     hybrid = settings_of(HybridRrfRetriever, embedding_model="hash", rrf_weights=[2, 1])
-    assert isinstance(hybrid, HybridSettings) and hybrid.weights == (2.0, 1.0) and hybrid.rrf_k == 60.0
+    assert isinstance(hybrid, HybridSettings) and hybrid.weights == (2.0, 1.0) and hybrid.fusion.rrf_k == 60.0
     assert settings_of(HybridRrfRetriever, embedding_model="hash").weights == (1.0, 1.0)
     for connector, extra in [*BACKENDS, (VectorStoreRetriever, {})]:
         settings = settings_of(connector, **extra)

@@ -17,9 +17,9 @@ from typing import Any, ClassVar
 
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.indexes.cache import INDEX_CACHE, approximate_bytes, building_into
-from rag_integration.core.options import OptionReader, option, read_options
+from rag_integration.core.options import OptionReader, read_options
 from rag_integration.core.ranking.covered_fusion import CoveredFusion, Fusion
-from rag_integration.core.ranking.fusion import MIN_RRF_K, read_rrf_weights
+from rag_integration.core.ranking.fusion import RrfOptions
 from rag_integration.core.ranking.passages import AllowedMask, Hits, RankedQuery
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 from rag_integration.feature_groups.connectors.retrieve.bm25s_retriever import (
@@ -45,39 +45,13 @@ class HybridIndexSettings:
 
 
 @dataclass(frozen=True)
-class FusionOptions:
-    """The fusion's own options, as declared; ``read_settings`` checks the weights against the rankers."""
-
-    rrf_k: float = option(
-        "rrf_k",
-        "number",
-        "RRF constant: `score = Σ wᵢ / (rrf_k + rankᵢ)`",
-        default=60.0,
-        minimum=MIN_RRF_K,
-        shown_as="number > 0",
-    )
-    rrf_weights: list[Any] | None = option(
-        "rrf_weights", "sequence", "weights of the bm25s and faiss rankings", default=None, shown_as="list of 2 numbers"
-    )
-    rrf_candidates: int = option(
-        "rrf_candidates",
-        "integer",
-        "how deep each ranking is read before fusion",
-        default=100,
-        minimum=1,
-        shown_as="int",
-    )
-
-
-@dataclass(frozen=True)
 class HybridSettings:
-    """Both rankers' settings and the fusion's: ``rrf_k``, one weight per ranker, how deep each is read."""
+    """Both rankers' settings and the fusion's, with one weight per ranker."""
 
     bm25s: Bm25sSettings
     faiss: FaissDenseSettings
-    rrf_k: float
+    fusion: RrfOptions
     weights: tuple[float, ...]
-    candidates: int
 
 
 @dataclass(frozen=True)
@@ -106,7 +80,7 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
 
     BACKEND: ClassVar[str | None] = "hybrid_rrf"
     OPTIONS: ClassVar[tuple[str, ...]] = (*Bm25sRetriever.own_options(), *FaissDenseRetriever.own_options())
-    SETTINGS: ClassVar[type[Any] | None] = FusionOptions
+    SETTINGS: ClassVar[type[Any] | None] = RrfOptions
     EXTRA: ClassVar[str | None] = "all"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = Bm25sRetriever.REQUIRED_MODULES + FaissDenseRetriever.REQUIRED_MODULES
 
@@ -117,14 +91,9 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
 
     @classmethod
     def read_settings(cls, reader: OptionReader) -> HybridSettings:
-        fusion = read_options(FusionOptions, reader)
-        return HybridSettings(
-            bm25s=Bm25sRetriever.read_settings(reader),
-            faiss=FaissDenseRetriever.read_settings(reader),
-            rrf_k=fusion.rrf_k,
-            weights=tuple(read_rrf_weights(fusion.rrf_weights, len(RANKERS))),
-            candidates=fusion.rrf_candidates,
-        )
+        fusion = read_options(RrfOptions, reader)
+        bm25s, faiss = Bm25sRetriever.read_settings(reader), FaissDenseRetriever.read_settings(reader)
+        return HybridSettings(bm25s, faiss, fusion, fusion.weights(len(RANKERS)))
 
     @classmethod
     def index_settings(cls, settings: HybridSettings) -> HybridIndexSettings:
@@ -177,7 +146,7 @@ def _fusions(
 ) -> list[Fusion]:
     """Each query's rankings, read ``rrf_candidates`` deep (at least ``depth``), and their fusion, the dense one
     only where its model knows the language (``core.ranking.covered_fusion``)."""
-    candidates = min(max(settings.candidates, depth), index.document_count)
+    candidates = min(max(settings.fusion.rrf_candidates, depth), index.document_count)
     lexical_hits, dense_hits = (
         ranker.search_exact(ranker_index, queries, candidates, allowed, index.document_count, ranker_settings)
         for ranker, ranker_index, ranker_settings in zip(
@@ -190,7 +159,7 @@ def _fusions(
         index.position_of,
         lexical_index.languages,
         dense_index.query_vectors.embedder.languages,
-        settings.rrf_k,
+        settings.fusion.rrf_k,
         settings.weights,
     )
     return [
