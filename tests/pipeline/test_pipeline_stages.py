@@ -215,7 +215,11 @@ def test_vector_store_writes_manifest_and_keeps_an_identical_store(tmp_path: Pat
     version = current_version(tmp_path)
     assert version is not None
     settings = version.claim.settings
-    assert settings["embedding_model"] == "hash-512" and settings["count"] == len(rows) and settings["dimension"] == 512
+    assert (
+        settings["embedding_model"] == get_embedder("hash-512").model_id
+        and settings["count"] == len(rows)
+        and settings["dimension"] == 512
+    )
     stage(INDEXED, **base_options(tmp_path))
     again = current_version(tmp_path)
     assert again is not None and again.name == version.name

@@ -22,7 +22,7 @@ from rag_integration.core.errors import ConnectorError, InvalidOptionError
 from rag_integration.core.extras import require_module
 from rag_integration.core.options import OptionSpec
 from rag_integration.core.progress import step
-from rag_integration.core.text.analysis import AUTO, content_analyzer
+from rag_integration.core.text.analysis import ANALYSIS_VERSION, AUTO, content_analyzer
 from rag_integration.core.text.languages import query_language
 from rag_integration.core.unicode_text import require_valid_texts
 
@@ -79,11 +79,12 @@ def normalise_rows(vectors: npt.NDArray[Any]) -> Vectors:
 class HashEmbedder:
     """Signed feature hashing of content words with sublinear term frequency; stable across processes. A text's
     content words are the analysis's (``content_analyzer``) in the language chosen for that text alone, so its vector
-    does not depend on the texts embedded with it."""
+    does not depend on the texts embedded with it. ``model_id`` names the analysis version, as its content words
+    are that analysis's."""
 
     def __init__(self, dimension: int = 512) -> None:
         self.dimension = dimension
-        self.model_id = f"hash-{dimension}"
+        self.model_id = f"hash-{dimension}-a{ANALYSIS_VERSION}"
         self.texts_embedded = 0
         self.languages: frozenset[str] | None = None
 

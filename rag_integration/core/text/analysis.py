@@ -20,7 +20,7 @@ from typing import Protocol
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.options import OptionSpec
 
-ANALYSIS_VERSION = "5"
+ANALYSIS_VERSION = "6"
 """Part of every index key built on this analysis: a change in how text becomes terms (rules, detector, lists)
 bumps it, so no index stored by an earlier analysis is ever read back as current."""
 AUTO = "auto"

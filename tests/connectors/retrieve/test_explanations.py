@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from rag_integration.core.indexes.embedders import get_embedder
 from rag_integration.core.ranking.passages import AllowedMask, RankedQuery
 from rag_integration.feature_groups.connectors.retrieve import (
     Bm25sRetriever,
@@ -90,7 +91,7 @@ def test_faiss_gives_its_similarity_and_metric() -> None:
                 "score": passage["score"],
                 "metric": "cosine",
                 "similarity": passage["score"],
-                "embedding_model": "hash-512",
+                "embedding_model": get_embedder("hash-512").model_id,
                 "faiss_index": "hnsw",
             }
 
