@@ -128,6 +128,18 @@ class GroundingError(ConnectorError):
     """An answer or document is not grounded in the supplied passages or corpus."""
 
 
+class UnservedItemError(GroundingError):
+    """A backend returned an item it was never given (a passage, a document): refused and not named, since it may
+    be one the caller may not read."""
+
+    def __init__(self, backend: str, what: str, count: int = 1) -> None:
+        self.backend = backend
+        super().__init__(
+            f"{backend} returned {count} {what}(s) it was never given: expected only the supplied ones (a backend "
+            "that ranks, cites or returns anything else is refused, as it could be something the caller may not read)"
+        )
+
+
 class SqlSafetyError(ConnectorError):
     """Generated or supplied SQL failed the safety guard; nothing was executed."""
 

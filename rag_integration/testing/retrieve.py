@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import pytest
 
 from rag_integration.core.documents.corpus import Corpus
+from rag_integration.core.documents.visibility import InvalidReadersError, PrincipalsRequiredError
 from rag_integration.core.errors import ConnectorError
 from rag_integration.core.indexes.cache import INDEX_CACHE
 from rag_integration.core.indexes.memory import forget_built
@@ -31,6 +32,7 @@ from rag_integration.testing.kit import (
     kit_rows_feature,
 )
 from rag_integration.testing.runner import query_and_corpus_errors, run_feature
+from rag_integration.testing.visibility import SEEDS, assert_same_passages, labelled, readable, word_corpus
 
 CORPUS: list[dict[str, Any]] = [
     {"doc_id": "cat", "lang": "en", "text": "The cat purrs and naps on the warm windowsill all afternoon."},
@@ -170,6 +172,41 @@ class RetrieveContractTests(CorpusContractKit):
             assert INDEX_CACHE.stats.builds == 0 and INDEX_CACHE.stats.loads >= 1
         else:  # the index is derived again from the analysed corpus kept in index_dir, no text analysed again
             assert ANALYSIS_MEMO.stats.analysed == 0 and ANALYSIS_MEMO.stats.reused == len(CORPUS)
+
+    @pytest.mark.parametrize("seed", SEEDS)
+    def test_principals_get_what_an_index_of_their_documents_alone_gives(self, seed: int) -> None:
+        """Exact, with no side channel: statistics, vocabulary and neighbours come from the readable documents."""
+        corpus, principals = labelled(word_corpus(40), seed)
+        queries = ["engine oil filter", "salary budget review", "customer refund ticket warranty"]
+        got = self.retrieve(query_text=queries, corpus=corpus, principals=principals, top_k=5)
+        visible = readable(corpus, principals)
+        want = self.retrieve(query_text=queries, corpus=visible, top_k=5) if visible else [[] for _ in queries]
+        assert_same_passages(got, want)
+
+    def test_labelled_corpus_needs_principals(self) -> None:
+        corpus = [dict(doc, readers=["eng"]) for doc in CORPUS]
+        with pytest.raises(PrincipalsRequiredError, match="principals"):
+            self.retrieve(query_text="engine oil", corpus=corpus)
+        with pytest.raises(InvalidReadersError, match=r"corpus\[2\]\.readers"):
+            self.retrieve(query_text="engine oil", corpus=[*corpus[:2], dict(CORPUS[2], readers="eng")], principals=[])
+        with pytest.raises(ConnectorError, match="principals"):
+            self.retrieve(query_text="engine oil", corpus=corpus, principals="eng")
+
+    def test_unlabelled_and_everyone(self) -> None:
+        corpus = [dict(doc, readers=["*"]) if doc["doc_id"] == "cat" else dict(doc) for doc in CORPUS]
+        everything = "cat windowsill engine oil bread lava tide dog"
+        assert {row["doc_id"] for row in self.one(query_text=everything, corpus=corpus, principals=[])} <= {"cat"}
+        public = self.one(query_text=everything, corpus=corpus, principals=[], unlabelled="public", top_k=10)
+        assert {row["doc_id"] for row in public} == {
+            row["doc_id"] for row in self.one(query_text=everything, corpus=CORPUS, top_k=10)
+        }
+
+    def test_a_changed_label_takes_effect_on_the_next_request(self) -> None:
+        corpus = [dict(doc, readers=["eng"]) for doc in CORPUS]
+        assert self.one(query_text="engine oil filter car", corpus=corpus, principals=["eng"])[0]["doc_id"] == "engine"
+        revoked = [dict(doc, readers=["hr"]) if doc["doc_id"] == "engine" else doc for doc in corpus]
+        after = self.one(query_text="engine oil filter car", corpus=revoked, principals=["eng"], top_k=10)
+        assert "engine" not in {row["doc_id"] for row in after}
 
     @pytest.mark.parametrize(("options", "error", "option_name"), query_and_corpus_errors(CORPUS))
     def test_bad_input_is_a_typed_error(

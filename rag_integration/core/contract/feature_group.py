@@ -18,6 +18,7 @@ from rag_integration.core.contract.schema import Shape, passages_shape
 from rag_integration.core.contract.sources import Source
 from rag_integration.core.deadline import DEADLINE_MS, Deadline, check_deadline, deadline_scope
 from rag_integration.core.documents.corpus import Corpus
+from rag_integration.core.documents.visibility import PRINCIPALS, UNLABELLED
 from rag_integration.core.errors import (
     ConnectorError,
     ContractVersionError,
@@ -53,7 +54,7 @@ class SelectorFeatureGroup(FeatureGroup):
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ()
     SOURCES: ClassVar[tuple[Source, ...]] = ()
     """The family's inputs that come inline or from an upstream feature (``core.contract.sources``)."""
-    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(DEADLINE_MS, SHOW_PROGRESS, PROFILE)
+    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(DEADLINE_MS, SHOW_PROGRESS, PROFILE, PRINCIPALS, UNLABELLED)
     """The option keys this class reads, besides the selector and its ``SOURCES``. A family
     base lists the family's keys and a backend only its own: ``declared_options`` adds up the whole class ladder."""
 

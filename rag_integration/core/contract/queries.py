@@ -17,6 +17,7 @@ from rag_integration.core.contract.frames import column_values
 from rag_integration.core.contract.request_options import INDEX_DIR, read_metadata_filter
 from rag_integration.core.contract.sources import CORPUS, QUERIES
 from rag_integration.core.documents.corpus import Corpus, Document, read_documents, read_passages
+from rag_integration.core.documents.visibility import Visibility, label_of
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.options import REQUIRED, OptionReader
 from rag_integration.core.unicode_text import require_valid_text, require_valid_texts
@@ -104,10 +105,16 @@ def passage_requests(
     those failing ``filters`` removed, so a filtered passage is never ranked, drawn from or cited."""
     rows = query_rows(reader, data, inline_option, reader.raw(inline_option), source_option)
     metadata_filter = read_metadata_filter(reader)
-    requests = [(row.query, read_passages(row.items, row.option)) for row in rows]
+    passages = _readable(reader, [read_passages(row.items, row.option) for row in rows], inline_option)
+    requests = [(row.query, items) for row, items in zip(rows, passages, strict=True)]
     if metadata_filter is None:
         return requests
     return [(query, metadata_filter.apply(passages)) for query, passages in requests]
+
+
+def _readable(reader: OptionReader, lists: list[list[Document]], option: str) -> list[list[Document]]:
+    """Each query's items cut to what the request's principals may read (``core.documents.visibility``)."""
+    return Visibility.read(reader).visible_lists(lists, lambda item: label_of(item.metadata), option)
 
 
 @dataclass(frozen=True)
@@ -124,13 +131,21 @@ def incoming_places(
     """Per output row of ``passage_requests``, each item's doc_id -> its incoming place, before ``filters``. Read
     again only for explanations, so the common path never keeps the scores it drops."""
     rows = query_rows(reader, data, inline_option, reader.raw(inline_option), source_option)
+    readable = _readable(reader, [read_passages(row.items, row.option) for row in rows], inline_option)
+    incoming = [read_documents(row.items, row.option) for row in rows]
     return [
         {
             document.doc_id: Incoming(position, _incoming_score(document.metadata.get("score")))
-            for position, document in enumerate(read_documents(row.items, row.option), start=1)
+            for position, document in enumerate(_kept(items, kept), start=1)
         }
-        for row in rows
+        for items, kept in zip(incoming, readable, strict=True)
     ]
+
+
+def _kept(items: list[Document], kept: list[Document]) -> list[Document]:
+    """``items`` (as they came, scores kept) that are in ``kept``: a place counts only the items the caller may read."""
+    ids = {document.doc_id for document in kept}
+    return [document for document in items if document.doc_id in ids]
 
 
 def _incoming_score(value: object) -> float | None:

@@ -10,6 +10,7 @@ from rag_integration.core.contract.per_query import ON_ERROR
 from rag_integration.core.contract.profiles import PROFILE
 from rag_integration.core.deadline import DEADLINE_MS
 from rag_integration.core.documents.corpus import MetadataFilter
+from rag_integration.core.documents.visibility import PRINCIPALS, UNLABELLED
 from rag_integration.core.indexes.retention import KEEP_VERSIONS
 from rag_integration.core.options import OptionReader, OptionSpec
 from rag_integration.core.progress import SHOW_PROGRESS
@@ -49,6 +50,8 @@ SHARED_OPTIONS: tuple[OptionSpec[Any], ...] = (
     ON_ERROR,
     SHOW_PROGRESS,
     PROFILE,
+    PRINCIPALS,
+    UNLABELLED,
 )
 """Every option a family's request reads beside its backend's own (which families read which: their pages)."""
 

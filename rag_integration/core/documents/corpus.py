@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple, overload
 
 from rag_integration.core.deadline import check_deadline
+from rag_integration.core.documents.visibility import READERS
 from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError
 from rag_integration.core.unicode_text import require_valid_text, surrogate_position
 
@@ -147,13 +148,24 @@ def corpus_fingerprint(documents: Iterable[Document]) -> str:
 
 def _fingerprint(documents: Sequence[Document], digests: Sequence[bytes]) -> str:
     """SHA-256 of the document count, each id's UTF-8 length (all 8-byte little-endian), the ids, then the text
-    digests: every part's boundary is fixed by what precedes it, so no two corpora give the same bytes."""
+    digests: every part's boundary is fixed by what precedes it, so no two corpora give the same bytes. A corpus
+    whose documents name their ``readers`` adds them, so a changed label is a changed corpus to every cache and store."""
     ids = [document.doc_id.encode("utf-8", "surrogatepass") for document in documents]
     digest = hashlib.sha256(_LENGTH.pack(len(ids)))
     digest.update(struct.pack(f"<{len(ids)}Q", *map(len, ids)))
     digest.update(b"".join(ids))
     digest.update(b"".join(digests))
+    if any(READERS in document.metadata for document in documents):  # who may read is part of what was indexed
+        labels = [document.metadata.get(READERS) for document in documents]
+        digest.update(json.dumps(labels, default=_label_text, separators=(",", ":")).encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
+
+
+def _label_text(value: object) -> object:
+    """A label JSON cannot write as it is (a tuple is a list already; a NumPy array from a frame): its list, else
+    its repr, which an invalid label is refused for later anyway."""
+    listed = getattr(value, "tolist", None)
+    return listed() if callable(listed) else repr(value)
 
 
 def text_digests(documents: Sequence[Document]) -> list[bytes]:
@@ -236,6 +248,19 @@ class Corpus(Sequence[Document]):
         self._documents: tuple[Document, ...] = tuple(read_documents(raw, option))
         self._fingerprint: str | None = None
         self._text_digests: list[bytes] | None = None
+
+    @classmethod
+    def part_of(cls, documents: Sequence[Document], positions: Sequence[int]) -> Corpus:
+        """The documents at ``positions``, in order, as a corpus without validating them again: ``documents`` was
+        validated, and a ``Corpus``'s text digests are reused rather than computed again."""
+        part = cls.__new__(cls)
+        part._documents = tuple(documents[position] for position in positions)
+        part._fingerprint = None
+        part._text_digests = None
+        if isinstance(documents, Corpus) and documents._text_digests is not None:
+            digests = documents._text_digests
+            part._text_digests = [digests[position] for position in positions]
+        return part
 
     @property
     def fingerprint(self) -> str:

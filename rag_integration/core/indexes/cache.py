@@ -51,6 +51,8 @@ ENTRIES_VARIABLE = "RAG_INDEX_CACHE_ENTRIES"
 BYTES_VARIABLE = "RAG_INDEX_CACHE_BYTES"
 ENTRIES = Limit(ENTRIES_VARIABLE, DEFAULT_CAPACITY)
 BYTES = Limit(BYTES_VARIABLE, DEFAULT_MAX_BYTES)
+VIEW_ENTRIES = Limit("RAG_VIEW_CACHE_ENTRIES", 32)
+VIEW_BYTES = Limit("RAG_VIEW_CACHE_BYTES", 1024**3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,6 +345,25 @@ def building_into() -> Path | None:
     return _INDEX_DIR.get()
 
 
+_VIEW: contextvars.ContextVar[bool] = contextvars.ContextVar("rag_integration_view", default=False)
+
+
+@contextlib.contextmanager
+def building_view() -> Iterator[None]:
+    """Mark the indexes built inside as views of a corpus (what one set of principals may read): kept in
+    ``VIEW_CACHE`` only, never stored, and never the corpus a memo of analysed text starts its next build from."""
+    token = _VIEW.set(True)
+    try:
+        yield
+    finally:
+        _VIEW.reset(token)
+
+
+def in_view() -> bool:
+    """Whether the index being built on this thread is a view (``building_view``)."""
+    return _VIEW.get()
+
+
 def _kept(keep_versions: int | None) -> int:
     return versions_kept() if keep_versions is None else keep_versions
 
@@ -381,3 +402,6 @@ def configure_index_cache(*, max_entries: int | None = None, max_bytes: int | No
 
 
 INDEX_CACHE = IndexCache(ENTRIES.read(), BYTES.read())
+VIEW_CACHE = IndexCache(VIEW_ENTRIES.read(), VIEW_BYTES.read())
+"""Indexes over what one set of principals may read: apart from ``INDEX_CACHE`` so many callers' views never push
+out the full corpora's indexes they are derived from."""

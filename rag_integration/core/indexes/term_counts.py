@@ -25,6 +25,7 @@ import numpy.typing as npt
 from rag_integration.core.documents.corpus import TEXT_DIGEST_BYTES, Document, text_digests
 from rag_integration.core.errors import ConnectorError, IndexMismatchError
 from rag_integration.core.extras import require_module
+from rag_integration.core.indexes.cache import in_view
 from rag_integration.core.indexes.corpus_languages import load_corpus_languages, save_corpus_languages
 from rag_integration.core.indexes.retention import (
     BoundedLru,
@@ -157,6 +158,8 @@ class AnalysisMemo:
         with self._lock:
             self.stats.analysed += fresh
             self.stats.reused += len(texts) - fresh
+        if in_view():  # a view's texts are all in the corpus it was cut from: that stays what the next build reuses
+            return analysed
         self._latest.put(settings, analysed, analysed.nbytes)
         if store is not None and not self._stored.holds(store, analysed.digests):
             try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -197,12 +197,20 @@ def faiss_index_from_bytes(data: bytes, backend: str) -> faiss.Index:
 
 
 def save_faiss_vectors(index: faiss.Index, folder: Path, backend: str) -> None:
-    """Persist the vectors an index holds, in insertion order (an IVF index gets a direct map to give them back)."""
+    """Persist the vectors an index holds, in insertion order."""
+    save_npy(folder / FAISS_VECTORS_FILE, faiss_vectors(index, None, backend))
+
+
+def faiss_vectors(index: faiss.Index, positions: Sequence[int] | None, backend: str) -> npt.NDArray[np.float32]:
+    """The vectors an index holds at ``positions`` (None: all, in insertion order); an IVF index gets a direct map
+    to give them back."""
     faiss = require_module("faiss", backend, "faiss")
     ivf = faiss.try_extract_index_ivf(index)
     if ivf is not None:
         ivf.make_direct_map()
-    save_npy(folder / FAISS_VECTORS_FILE, index.reconstruct_n(0, index.ntotal))
+    if positions is None:
+        return np.asarray(index.reconstruct_n(0, index.ntotal), dtype=np.float32)
+    return np.asarray(index.reconstruct_batch(np.asarray(positions, dtype=np.int64)), dtype=np.float32)
 
 
 def load_faiss_index(

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rag_integration.core.documents.corpus import Document
-from rag_integration.core.errors import GroundingError, short_repr
+from rag_integration.core.errors import GroundingError, UnservedItemError, short_repr
 from rag_integration.core.text.analysis import AUTO, content_analyzer, words
 from rag_integration.core.text.languages import query_language
 from rag_integration.core.text.lexical import lexical_scores
@@ -287,7 +287,7 @@ def check_cited_answer(
     by_id = {passage.doc_id: passage for passage in passages}
     unknown = [doc_id for doc_id in citations if doc_id not in by_id]
     if unknown:
-        raise GroundingError(f"{who} cited {short_repr(unknown)}, which are not among the supplied passages")
+        raise UnservedItemError(who, "citation", len(unknown))
     if len(set(citations)) != len(citations):
         raise GroundingError(f"{who} cited a passage more than once: {short_repr(citations)}")
     if not answer.strip():

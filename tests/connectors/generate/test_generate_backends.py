@@ -102,7 +102,7 @@ PASSAGES = [Document("a", "Cats purr on the windowsill. They nap."), Document("b
 @pytest.mark.parametrize(
     ("answer", "problem"),
     [
-        (Answer("Cats purr on the windowsill. [1]", ["z"]), "not among the supplied passages"),
+        (Answer("Cats purr on the windowsill. [1]", ["z"]), "never given"),
         (Answer("Cats purr on the windowsill. [1]", ["a", "a"]), "more than once"),
         (Answer("", ["a"]), "empty answer with citations"),
         (Answer("Cats purr on the windowsill.", ["a"]), "without citation markers"),

@@ -64,7 +64,7 @@ def test_no_hits_and_no_answer_is_an_empty_row() -> None:
 @pytest.mark.parametrize(
     ("answer", "hits", "problem"),
     [
-        ("", [("moon", "The moon pulls the ocean.", 0.5)], "not in the corpus"),
+        ("", [("moon", "The moon pulls the ocean.", 0.5)], "never given"),
         ("", [("tide", "The sun pulls the ocean.", 0.5)], "not in that document"),
         ("", [("tide", "", 0.5)], "not in that document"),
         ("The tide rises.", [("tide", "The moon pulls the ocean.", 0.5)], "none of the 1 returned documents"),

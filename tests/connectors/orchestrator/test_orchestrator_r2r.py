@@ -333,7 +333,7 @@ def test_unreadable_responses_raise_remote_service_error(replay_server: ReplaySe
 @pytest.mark.parametrize(
     ("query", "error", "problem"),
     [
-        ("unknown document", GroundingError, "not in the corpus"),
+        ("unknown document", GroundingError, "never given"),
         ("foreign text", GroundingError, "not in that document"),
         ("made-up answer", GroundingError, "none of the 1 returned documents"),
         ("rising scores", RankingContractError, "never increase"),

@@ -17,7 +17,8 @@ from rag_integration.core.contract.queries import query_rows
 from rag_integration.core.contract.request_options import FILTERS, RETURN_METADATA, TOP_K, read_metadata_filter
 from rag_integration.core.contract.sources import GRAPH, QUERIES, Source
 from rag_integration.core.deadline import check_deadline
-from rag_integration.core.documents.corpus import Document, MetadataFilter, read_documents
+from rag_integration.core.documents.corpus import Document, read_documents
+from rag_integration.core.documents.visibility import Visibility, label_of
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError, RankingContractError, short_repr
 from rag_integration.core.options import OptionReader, SettingsT, option, option_keys
 from rag_integration.core.ranking.passages import rank_hits
@@ -42,9 +43,9 @@ class Graph:
     nodes: tuple[Document, ...]
     edges: tuple[tuple[int, int, float], ...]
 
-    def restricted_to(self, metadata_filter: MetadataFilter) -> Graph:
-        """The subgraph of nodes passing ``filters``: a filtered node neither ranks nor passes activation on."""
-        kept = metadata_filter.positions(self.nodes)
+    def restricted_to(self, kept: list[int]) -> Graph:
+        """The subgraph of the nodes at ``kept`` (those passing ``filters``, or those the caller may read): a node
+        left out neither ranks nor passes activation on, and its edges are gone."""
         new_position = {old: new for new, old in enumerate(kept)}
         edges = tuple(
             (new_position[first], new_position[second], weight)
@@ -118,8 +119,15 @@ class BaseGraphRagConnector(SelectorFeatureGroup, Generic[SettingsT]):
         settings = cls.read_settings(reader)
         metadata_filter = read_metadata_filter(reader)
         graphs = [(row.query, read_graph(row.items, "" if row.option == "nodes" else row.option)) for row in rows]
+        nodes = [list(enumerate(graph.nodes)) for _, graph in graphs]
+        readable = Visibility.read(reader).visible_lists(nodes, lambda node: label_of(node[1].metadata), "nodes")
+        if any(len(kept) < len(all_nodes) for kept, all_nodes in zip(readable, nodes, strict=True)):
+            graphs = [
+                (query, graph.restricted_to([position for position, _ in kept]))
+                for (query, graph), kept in zip(graphs, readable, strict=True)
+            ]
         if metadata_filter is not None:
-            graphs = [(query, graph.restricted_to(metadata_filter)) for query, graph in graphs]
+            graphs = [(query, graph.restricted_to(metadata_filter.positions(graph.nodes))) for query, graph in graphs]
         ranked = []
         for position, (query, graph) in enumerate(graphs):
             check_deadline(f"before query {position + 1} of {len(graphs)} was ranked")

@@ -21,10 +21,12 @@ from rag_integration.core.contract.request_options import FILTERS, TOP_K, read_m
 from rag_integration.core.contract.schema import STRING, Shape, passages_shape
 from rag_integration.core.contract.sources import CORPUS, QUERIES, Source
 from rag_integration.core.deadline import check_deadline
-from rag_integration.core.documents.corpus import Document, corpus_fingerprint
+from rag_integration.core.documents.corpus import Corpus, Document, corpus_fingerprint
+from rag_integration.core.documents.visibility import Visibility, label_of
 from rag_integration.core.errors import (
     GroundingError,
     RankingContractError,
+    UnservedItemError,
     short_repr,
 )
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
@@ -61,18 +63,21 @@ class OrchestratorRequest:
     documents: Sequence[Document]
     top_k: int
     excluded_ids: frozenset[str] = frozenset()
-    """Corpus documents failing ``filters``: not in ``documents``, and dropped if a remote engine returns them."""
+    """Corpus documents failing ``filters`` or hidden from the principals: not in ``documents``, and dropped if a
+    remote engine returns them."""
 
     @classmethod
     def read(cls, reader: OptionReader, data: ReadableFrame | None) -> OrchestratorRequest:
         queries = read_queries(reader, data)
-        corpus = read_corpus(reader, data)
+        given = read_corpus(reader, data)
         top_k = TOP_K.read(reader)
+        visible = Visibility.read(reader).visible([label_of(document.metadata) for document in given], "corpus")
+        corpus = given if visible is None else Corpus.part_of(given, visible)
         metadata_filter = read_metadata_filter(reader)
-        if metadata_filter is None:
-            return cls(queries, corpus, top_k)
-        kept = metadata_filter.apply(corpus)
-        excluded = frozenset(document.doc_id for document in corpus) - {document.doc_id for document in kept}
+        kept = corpus if metadata_filter is None else metadata_filter.apply(corpus)
+        if len(kept) == len(given):
+            return cls(queries, kept, top_k)
+        excluded = frozenset(document.doc_id for document in given) - {document.doc_id for document in kept}
         return cls(queries, kept, top_k, excluded)
 
 
@@ -210,10 +215,7 @@ def ground_answer(
             continue
         position = position_of.get(hit.doc_id)
         if position is None:
-            raise GroundingError(
-                f"backend '{backend}' returned doc_id {short_repr(hit.doc_id)} as result {number}, "
-                "which is not in the corpus: expected only documents of the supplied corpus"
-            )
+            raise UnservedItemError(f"backend '{backend}'", "document")
         document = documents[position]
         if hit.text != document.text and (position, hit.text) not in verified:
             if position not in quoted:

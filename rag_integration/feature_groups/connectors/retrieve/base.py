@@ -28,8 +28,9 @@ from rag_integration.core.contract.request_options import (
 from rag_integration.core.contract.sources import CORPUS, QUERIES, Source
 from rag_integration.core.contract.spark import Shipment, answer_partitions
 from rag_integration.core.deadline import check_deadline
-from rag_integration.core.documents.corpus import Document, MetadataFilter, corpus_fingerprint
-from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
+from rag_integration.core.documents.corpus import Corpus, Document, MetadataFilter, corpus_fingerprint
+from rag_integration.core.documents.visibility import NO_PRINCIPALS, Visibility, label_of
+from rag_integration.core.indexes.cache import INDEX_CACHE, VIEW_CACHE, IndexKey, building_view
 from rag_integration.core.indexes.retention import KEEP_VERSIONS
 from rag_integration.core.options import OptionReader, option_keys
 from rag_integration.core.ranking.explain import checked_explanations
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 
     from rag_integration.core.contract.frames import ReadableFrame
 
+CORPUS_OPTION = "corpus"
 S = TypeVar("S")
 """A backend's request settings (``read_settings``)."""
 K = TypeVar("K")
@@ -70,6 +72,7 @@ class RetrieveRequest:
     index_dir: Path | None
     explain: bool = False
     keep_versions: int | None = None
+    visibility: Visibility = NO_PRINCIPALS
 
     @classmethod
     def read(
@@ -92,6 +95,7 @@ class RetrieveRequest:
             index_dir=read_index_dir(reader),
             explain=EXPLAIN.read(reader),
             keep_versions=KEEP_VERSIONS.read(reader),
+            visibility=Visibility.read(reader),
         )
 
 
@@ -135,8 +139,12 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
 
     @classmethod
     def retrieve(cls, request: RetrieveRequest, settings: S) -> list[list[dict[str, Any]]]:
-        """Rows for every query, ranked over the documents and index ``open_index`` gives."""
+        """Rows for every query, ranked over the documents and index ``open_index`` gives, or over the part of them
+        the request's principals may read (``open_view``)."""
         documents, index = cls.open_index(request, settings)
+        visible = request.visibility.visible([label_of(document.metadata) for document in documents], CORPUS_OPTION)
+        if visible is not None:
+            documents, index = cls.open_view(documents, index, visible, settings)
 
         def search(queries: list[str], depth: int, allowed: AllowedMask) -> list[Hits]:
             built = index()
@@ -174,6 +182,39 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         return documents, functools.cache(
             lambda: cls.cached_index(documents, settings, request.index_dir, request.keep_versions)
         )
+
+    @classmethod
+    def open_view(
+        cls, documents: Sequence[Document], full: Callable[[], I], positions: list[int], settings: S
+    ) -> tuple[Sequence[Document], Callable[[], I]]:
+        """The documents at ``positions`` (what the caller may read) and a call giving their index, kept in
+        ``VIEW_CACHE`` under the key an index of those documents alone has: a view is never stored, and a set of
+        principals that reads other documents never gets it."""
+        visible = Corpus.part_of(documents, positions)
+
+        def view() -> I:
+            whole = full()  # outside the view, so it stays the corpus its memo builds the next view from
+
+            def build() -> I:
+                with building_view():
+                    return cls.view_index(whole, positions, visible, settings)
+
+            return VIEW_CACHE.get_or_build(cls.view_key(whole, visible, settings), build)
+
+        return visible, functools.cache(view)
+
+    @classmethod
+    def view_key(cls, full: I, documents: Sequence[Document], settings: S) -> IndexKey:
+        """The key of the view of ``documents``: by default the key an index of them alone has (``index_key``)."""
+        return cls.index_key(documents, settings)
+
+    @classmethod
+    def view_index(cls, full: I, positions: list[int], documents: Sequence[Document], settings: S) -> I:
+        """The index of ``documents``, the corpus's documents at ``positions``, equal to an index built over them
+        alone (every statistic, vocabulary and language from them). By default built over them so: ``full`` has
+        just been built, so a memo of analysed text or embeddings makes it cheap. A backend whose index holds what
+        the view needs (vectors) may cut it from ``full`` instead."""
+        return cls.build_index(documents, cls.index_settings(settings))
 
     @classmethod
     def indexes_for(cls, request: RetrieveRequest, settings: S) -> list[tuple[IndexKey, I]]:

@@ -20,6 +20,7 @@ from rag_integration.core.indexes.vector_index import (
     faiss_index_bytes,
     faiss_index_from_bytes,
     faiss_index_nbytes,
+    faiss_vectors,
     load_faiss_index,
     save_faiss_vectors,
     search_faiss_index,
@@ -122,6 +123,14 @@ class FaissDenseRetriever(BaseRetrieveConnector[FaissDenseSettings, FaissDenseIn
         embedder = get_embedder(settings.embedding_model_option)
         vectors = EMBEDDING_MEMO.embed(embedder, [document.text for document in documents], building_into())
         return FaissIndex(build_faiss_index(vectors, settings.faiss, "faiss"), settings, QueryVectors(embedder))
+
+    @classmethod
+    def view_index(
+        cls, full: FaissIndex, positions: list[int], documents: Sequence[Document], settings: FaissDenseSettings
+    ) -> FaissIndex:
+        """The visible documents' vectors, taken from the corpus's index rather than embedded again."""
+        vectors = faiss_vectors(full.index, positions, "faiss")
+        return FaissIndex(build_faiss_index(vectors, settings.index.faiss, "faiss"), full.settings, full.query_vectors)
 
     @classmethod
     def search(

@@ -111,6 +111,19 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
         return HybridIndex(rankers, tuple(document.doc_id for document in documents))
 
     @classmethod
+    def view_index(
+        cls, full: HybridIndex, positions: list[int], documents: Sequence[Document], settings: HybridSettings
+    ) -> HybridIndex:
+        """Each ranker's own view of the visible documents."""
+        rankers = tuple(
+            ranker.view_index(ranker_index, positions, documents, ranker_settings)
+            for ranker, ranker_index, ranker_settings in zip(
+                RANKERS, full.rankers, (settings.bm25s, settings.faiss), strict=True
+            )
+        )
+        return HybridIndex(rankers, tuple(document.doc_id for document in documents))
+
+    @classmethod
     def keep_stored(cls, documents: Sequence[Document], settings: HybridIndexSettings, index_dir: Path) -> None:
         """Each ranker still in memory asked for again with ``index_dir``, which keeps its store there."""
         for ranker, ranker_settings in zip(RANKERS, (settings.bm25s, settings.faiss), strict=True):

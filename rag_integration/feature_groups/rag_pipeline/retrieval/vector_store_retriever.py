@@ -17,7 +17,13 @@ from rag_integration.core.errors import IndexMismatchError, InvalidOptionError, 
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey
 from rag_integration.core.indexes.embedders import EMBEDDING_MODEL, QueryVectors, get_embedder
 from rag_integration.core.indexes.store import StoreClaim, StoredVersion, read_store
-from rag_integration.core.indexes.vector_index import SEARCH_THREADS, FaissSettings, search_faiss_index
+from rag_integration.core.indexes.vector_index import (
+    SEARCH_THREADS,
+    FaissSettings,
+    build_faiss_index,
+    faiss_vectors,
+    search_faiss_index,
+)
 from rag_integration.core.options import OptionReader, read_options
 from rag_integration.core.ranking.explain import dense_explanation
 from rag_integration.core.ranking.passages import AllowedMask, Hits, RankedQuery
@@ -132,6 +138,23 @@ class VectorStoreRetriever(BaseRetrieveConnector[VectorStoreSettings, VectorStor
         """A store's cache key: its folder and its live version, so a rewritten store is read again."""
         assert cls.BACKEND is not None
         return IndexKey.of(cls.BACKEND, {"folder": str(folder.resolve())}, version)
+
+    @classmethod
+    def view_key(cls, full: StoreIndex, documents: Sequence[Document], settings: VectorStoreSettings) -> IndexKey:
+        """A view's vectors and index kind are the store's: its key names the store's settings (model, FAISS) and
+        the visible documents."""
+        assert cls.BACKEND is not None
+        return IndexKey.of(cls.BACKEND, {"store": dict(full.store.settings)}, corpus_fingerprint(documents))
+
+    @classmethod
+    def view_index(
+        cls, full: StoreIndex, positions: list[int], documents: Sequence[Document], settings: VectorStoreSettings
+    ) -> StoreIndex:
+        """The store's vectors of the visible documents, in a FAISS index of the store's kind."""
+        store = full.store
+        index = build_faiss_index(faiss_vectors(store.index, positions, "faiss"), store.settings["faiss"], "faiss")
+        view = VectorStore(index, list(documents), store.settings, store.version)
+        return StoreIndex(view, full.model_option, full.query_vectors)
 
     @classmethod
     def search(

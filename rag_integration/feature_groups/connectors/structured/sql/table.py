@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 from rag_integration.core.deadline import Budget
+from rag_integration.core.documents.visibility import READERS, Visibility, label_of
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.connectors.structured.sql.columns import (
@@ -51,7 +52,11 @@ class TableSpec:
             raise InvalidOptionError(
                 "columns", reader.raw("columns"), f"at most {MAX_COLUMNS} columns (SQLite's limit), not {len(declared)}"
             )
-        rows = _read_rows(reader.raw("rows"), [column.name for column, _ in declared], budget)
+        names = [column.name for column, _ in declared]
+        if any(name.lower() == READERS for name in names):
+            expected = f"another column name: '{READERS}' is the key naming who may read a row"
+            raise InvalidOptionError("columns", reader.raw("columns"), expected)
+        rows = _readable(reader, _read_rows(reader.raw("rows"), [*names, READERS], budget))
         columns = []
         for column, given in declared:
             check_budget(budget)
@@ -151,6 +156,14 @@ class TableRows(Sequence[Any]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (TableRows, (list(self._rows),))
+
+
+def _readable(reader: OptionReader, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows the request's principals may read, without their ``readers``: column types, counts and sums are
+    then those of a table holding only them."""
+    visible = Visibility.read(reader).visible([label_of(row) for row in rows], "rows")
+    kept = rows if visible is None else [rows[position] for position in visible]
+    return [{key: value for key, value in row.items() if key != READERS} if READERS in row else row for row in kept]
 
 
 def _read_rows(value: object, names: list[str], budget: Budget | None = None) -> list[dict[str, Any]]:

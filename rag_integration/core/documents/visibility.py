@@ -1,0 +1,140 @@
+"""Who may read what: an item's ``readers`` (principal names, ``"*"`` for everyone) and a request's ``principals``.
+
+Every family hands its backends only what the caller may read: a view of the data as if the hidden items had never
+been given, so scores, statistics, neighbours and aggregates are computed from the visible items alone. Data that
+carries no ``readers`` anywhere is not labelled, and every item of it is visible, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from rag_integration.core.errors import InvalidOptionError, MissingOptionError
+from rag_integration.core.options import OptionReader, OptionSpec
+
+T = TypeVar("T")
+READERS = "readers"
+"""The key of an item (a document's metadata, a graph node, a table row) naming who may read it."""
+EVERYONE = "*"
+MAX_PRINCIPAL_CHARS = 256
+READERS_EXPECTED = (
+    f"a list of principal names (non-empty strings of at most {MAX_PRINCIPAL_CHARS} characters, '*' for everyone)"
+)
+
+PRINCIPALS: OptionSpec[list[object] | None] = OptionSpec(
+    "principals",
+    "sequence",
+    "the caller's names (user and groups): only items whose `readers` name one of them, or `*`, are used; required "
+    "when the data carries `readers`",
+    default=None,
+    shown_as="list of str",
+)
+UNLABELLED: OptionSpec[str] = OptionSpec(
+    "unlabelled",
+    "choice",
+    "in data that carries `readers`, who may read an item without them: `hidden` (nobody) or `public` (everyone)",
+    default="hidden",
+    choices=("hidden", "public"),
+)
+
+
+class PrincipalsRequiredError(MissingOptionError):
+    """The data names its readers but the request does not say who is asking: answering anyway would use all of it."""
+
+
+class InvalidReadersError(InvalidOptionError):
+    """An item's ``readers`` is not a list of principal names."""
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """A request's principals (None when it names none) and whether unlabelled items of labelled data are public."""
+
+    principals: frozenset[str] | None = None
+    unlabelled_public: bool = False
+
+    @classmethod
+    def read(cls, reader: OptionReader) -> Visibility:
+        raw = PRINCIPALS.read(reader)
+        principals = None if raw is None else frozenset(_names(raw, PRINCIPALS.key))
+        return cls(principals, UNLABELLED.read(reader) == "public")
+
+    def visible(self, labels: Sequence[object], option: str, *, labelled: bool = False) -> list[int] | None:
+        """The positions of the items the caller may read, given each item's ``readers`` (``ABSENT`` where it has
+        none); None when no item has any (unlabelled data, all visible) unless ``labelled`` says other items of
+        the same request have. ``option`` names the items in errors."""
+        classes: dict[tuple[Any, ...], bool] = {}
+        allowed: list[int] = []
+        for position, label in enumerate(labels):
+            if label is ABSENT:
+                if self.unlabelled_public:
+                    allowed.append(position)
+                continue
+            labelled = True
+            if hasattr(label, "tolist") and not isinstance(label, (str, bytes)):
+                label = label.tolist()  # a list column of a pandas or NumPy frame
+            where = f"{option}[{position}].{READERS}"
+            if not isinstance(label, (list, tuple)):
+                raise InvalidReadersError(where, label, READERS_EXPECTED)
+            try:
+                readable = classes.get(key := tuple(label))
+            except TypeError:  # an unhashable name: not a string
+                raise InvalidReadersError(where, label, READERS_EXPECTED) from None
+            if readable is None:
+                readable = classes[key] = self._may_read(_names(label, where, InvalidReadersError))
+            if readable:
+                allowed.append(position)
+        if not labelled:
+            return None
+        if self.principals is None:
+            raise PrincipalsRequiredError(
+                PRINCIPALS.key,
+                f"the caller's principal names (a list of str, [] for only what is marked '{EVERYONE}'), as "
+                f"'{option}' says who may read its items",
+            )
+        return allowed
+
+    def _may_read(self, readers: Sequence[str]) -> bool:
+        return EVERYONE in readers or (self.principals is not None and not self.principals.isdisjoint(readers))
+
+    def visible_lists(self, lists: Sequence[Sequence[T]], labels: Callable[[T], object], option: str) -> list[list[T]]:
+        """Each list of a request (one per query) cut to what the caller may read; the lists are one body of data,
+        so one labelled item makes every list's unlabelled items hidden (or public, ``unlabelled``)."""
+        labelled = any(labels(item) is not ABSENT for items in lists for item in items)
+        if not labelled:
+            return [list(items) for items in lists]
+        cut = []
+        for items in lists:
+            positions = self.visible([labels(item) for item in items], option, labelled=True) or []
+            cut.append([items[position] for position in positions])
+        return cut
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+"""The label of an item without ``readers``."""
+
+
+def label_of(item: Mapping[str, Any]) -> object:
+    """An item's ``readers`` as given, or ``ABSENT``."""
+    return item.get(READERS, ABSENT)
+
+
+def _names(value: object, option: str, error: type[InvalidOptionError] = InvalidOptionError) -> list[str]:
+    """A list of principal names, checked: never a lone string read as its characters."""
+    if not isinstance(value, (list, tuple)):
+        raise error(option, value, READERS_EXPECTED)
+    for name in value:
+        if not isinstance(name, str) or not name or len(name) > MAX_PRINCIPAL_CHARS:
+            raise error(option, value, READERS_EXPECTED)
+    return list(value)
+
+
+NO_PRINCIPALS = Visibility()
+"""A request that names no principals: fine over unlabelled data, an error over labelled data."""
