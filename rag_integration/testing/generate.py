@@ -15,10 +15,12 @@ from typing import Any, ClassVar
 
 import pytest
 
+from rag_integration.core.documents.visibility import PrincipalsRequiredError
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.text.grounding import MARKER, citation_markers, claim_terms
 from rag_integration.testing.kit import ContractKit, KitItemRows, kit_rows_feature
 from rag_integration.testing.runner import run_feature
+from rag_integration.testing.visibility import SEEDS, labelled, readable
 
 PASSAGES: list[dict[str, Any]] = [
     {
@@ -152,6 +154,17 @@ class GenerateContractTests(ContractKit):
         assert self.one(query_text="engine oil", passages=passages, filters={"lang": "de"}) == self.empty_answer()
         with pytest.raises(InvalidOptionError, match="filters"):
             self.generate(query_text="oil", passages=passages, filters=["de"])
+
+    @pytest.mark.parametrize("seed", SEEDS)
+    def test_principals_get_answers_from_what_they_may_read(self, seed: int) -> None:
+        passages, principals = labelled(RETRIEVED, seed)
+        queries = ["How often should the engine oil be changed?", "When do tides rise?", "How long is bread baked?"]
+        got = self.generate(query_text=queries, passages=passages, principals=principals)
+        visible = readable(passages, principals)
+        assert got == self.generate(query_text=queries, passages=visible)
+        assert {doc_id for row in got for doc_id in row["citations"]} <= {passage["doc_id"] for passage in visible}
+        with pytest.raises(PrincipalsRequiredError, match="principals"):
+            self.generate(query_text=queries, passages=passages)
 
     def test_expected_passage_and_whole_sentences(self) -> None:
         row = self.one(query_text="How many litres of oil does Dr. Weber recommend?", passages=RETRIEVED)

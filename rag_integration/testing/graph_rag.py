@@ -14,6 +14,7 @@ import pytest
 from mloda.provider import FeatureGroup
 from mloda.user import Feature, Options
 
+from rag_integration.core.documents.visibility import PrincipalsRequiredError
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.feature_groups.connectors.graph_rag.triples_knowledge_graph import TriplesKnowledgeGraph
 from rag_integration.testing.kit import (
@@ -24,6 +25,7 @@ from rag_integration.testing.kit import (
     kit_rows_feature,
 )
 from rag_integration.testing.runner import run_feature
+from rag_integration.testing.visibility import SEEDS, labelled, readable
 
 NODES: list[dict[str, Any]] = [
     {"doc_id": "curie", "text": "Marie Curie won the Nobel Prize in Physics and the Nobel Prize in Chemistry."},
@@ -47,6 +49,10 @@ TRIPLES: list[list[str]] = [
     ["Basalt", "forms from", "Lava"],
 ]
 ROW_KEYS = {"doc_id", "text", "score", "rank"}
+
+
+def _endpoints(edge: Any) -> tuple[str, str]:
+    return (edge["source"], edge["target"]) if isinstance(edge, dict) else (edge[0], edge[1])
 
 
 class GraphRagContractTests(ContractKit):
@@ -113,6 +119,27 @@ class GraphRagContractTests(ContractKit):
         assert {row["doc_id"] for row in kept} <= {"curie", "polonium"}
         with pytest.raises(InvalidOptionError, match="filters"):
             self.rank(query_text="Nobel", nodes=nodes, edges=EDGES, filters="junk")
+
+    def test_a_hidden_node_passes_no_activation(self) -> None:
+        """A node the caller may not read does not exist for them: no rank, and no bonus to its neighbours."""
+        nodes = [dict(node, readers=["lab"] if node["doc_id"] == "curie" else ["*"]) for node in NODES]
+        query = "Marie Curie Nobel Prize polonium"
+        insiders = {row["doc_id"] for row in self.one(query_text=query, nodes=nodes, edges=EDGES, principals=["lab"])}
+        assert {"curie", "warsaw", "sorbonne"} <= insiders  # curie's neighbours rank through it
+        outsiders = {row["doc_id"] for row in self.one(query_text=query, nodes=nodes, edges=EDGES, principals=["x"])}
+        assert outsiders and not outsiders & {"curie", "warsaw", "sorbonne"}
+
+    @pytest.mark.parametrize("seed", SEEDS)
+    def test_principals_rank_the_readable_subgraph(self, seed: int) -> None:
+        nodes, principals = labelled(NODES, seed)
+        queries = ["Marie Curie polonium", "lava volcano rock", "Warsaw Poland university"]
+        got = self.rank(query_text=queries, nodes=nodes, edges=EDGES, principals=principals, top_k=6)
+        visible = readable(nodes, principals)
+        names = {node["doc_id"] for node in visible}
+        edges = [edge for edge in EDGES if set(_endpoints(edge)) <= names]
+        assert got == self.rank(query_text=queries, nodes=visible, edges=edges, top_k=6)
+        with pytest.raises(PrincipalsRequiredError, match="principals"):
+            self.rank(query_text=queries, nodes=nodes, edges=EDGES)
 
     def test_ranks_and_scores_are_ordered(self) -> None:
         passages = self.one(query_text="Nobel Prize volcano eruption", nodes=NODES, edges=EDGES)

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from rag_integration.core.documents.visibility import PrincipalsRequiredError
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.text.sentences import split_sentences
 from rag_integration.testing.kit import PASSAGE_KEYS as PASSAGE_KEYS  # importable from here as before
@@ -25,6 +26,7 @@ from rag_integration.testing.kit import (
     kit_rows_feature,
 )
 from rag_integration.testing.runner import query_and_corpus_errors
+from rag_integration.testing.visibility import SEEDS, labelled, readable
 
 CORPUS: list[dict[str, Any]] = [
     {
@@ -111,6 +113,12 @@ class OrchestratorContractTests(CorpusContractKit):
         assert_ranked_passages(row["documents"], document_texts(request["corpus"]))
         assert quoted_from(row["answer"], row["documents"]), row
 
+    @classmethod
+    def engine_holds_its_own_corpus(cls) -> bool:
+        """True for a remote engine that answers from its own copy of the corpus (R2R): the kit cannot hand it only
+        the readable documents, so it checks that nothing hidden is returned and a tainted answer is withheld."""
+        return False
+
     def orchestrate(self, **options: object) -> list[Any]:
         return self.run(**options)
 
@@ -125,6 +133,22 @@ class OrchestratorContractTests(CorpusContractKit):
         assert quoted_from(row["answer"], row["documents"])
         with pytest.raises(InvalidOptionError, match="filters"):
             self.orchestrate(query_text="moon tide ocean", corpus=CORPUS, filters="de")
+
+    @pytest.mark.parametrize("seed", SEEDS)
+    def test_principals_get_answers_from_what_they_may_read(self, seed: int) -> None:
+        """The engine sees only the readable corpus: the same answer and documents as over those documents alone."""
+        corpus, principals = labelled(CORPUS, seed)
+        queries = ["engine oil", "moon tide ocean", "the cat and the dog"]
+        got = self.orchestrate(query_text=queries, corpus=corpus, principals=principals, top_k=6)
+        visible = readable(corpus, principals)
+        names = {document["doc_id"] for document in visible}
+        assert all(passage["doc_id"] in names for row in got for passage in row["documents"])
+        if self.engine_holds_its_own_corpus():  # only what it returns can be cut: the answer is withheld or grounded
+            assert all(row["answer"] == "" or quoted_from(row["answer"], row["documents"]) for row in got)
+        else:
+            assert got == self.orchestrate(query_text=queries, corpus=visible, top_k=6)
+        with pytest.raises(PrincipalsRequiredError, match="principals"):
+            self.orchestrate(query_text=queries, corpus=corpus)
 
     def test_documents_are_grounded_in_the_corpus(self) -> None:
         passages = self.one(query_text="oil for the car engine and the dog", corpus=CORPUS, top_k=6)["documents"]

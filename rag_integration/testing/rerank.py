@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from rag_integration.core.documents.visibility import PrincipalsRequiredError
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.testing.kit import (
     ContractKit,
@@ -23,6 +24,7 @@ from rag_integration.testing.kit import (
 )
 from rag_integration.testing.retrieve import CORPUS
 from rag_integration.testing.runner import run_feature
+from rag_integration.testing.visibility import SEEDS, labelled, readable, word_corpus
 
 ROW_KEYS = {"doc_id", "text", "score", "rank"}
 CANDIDATES: list[dict[str, Any]] = [
@@ -117,6 +119,18 @@ class RerankContractTests(ContractKit):
         assert rows and {row["doc_id"] for row in rows} <= {"bread", "tide", "volcano"}
         with pytest.raises(InvalidOptionError, match="filters"):
             self.rerank(query_text="cat", candidates=candidates, filters="de")
+
+    @pytest.mark.parametrize("seed", SEEDS)
+    def test_principals_rerank_only_what_they_may_read(self, seed: int) -> None:
+        """The rows, and the incoming ranks their explanations give, are those of the readable candidates alone."""
+        words = [dict(doc, score=1.0 / (position + 10)) for position, doc in enumerate(word_corpus(14))]
+        candidates, principals = labelled(CANDIDATES + words, seed)
+        queries = ["engine oil car filter", "salary budget review board"]
+        got = self.rerank(query_text=queries, candidates=candidates, principals=principals, explain=True, top_k=6)
+        want = self.rerank(query_text=queries, candidates=readable(candidates, principals), explain=True, top_k=6)
+        assert got == want
+        with pytest.raises(PrincipalsRequiredError, match="principals"):
+            self.rerank(query_text=queries, candidates=candidates)
 
     def test_ranks_and_scores_are_ordered(self) -> None:
         passages = self.one(query_text="oil for the car engine and the dog", candidates=CANDIDATES)

@@ -16,10 +16,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from rag_integration.core.errors import InvalidOptionError, MissingOptionError, SqlSafetyError
+from rag_integration.core.documents.visibility import PrincipalsRequiredError
+from rag_integration.core.errors import ConnectorError, InvalidOptionError, MissingOptionError, SqlSafetyError
 from rag_integration.feature_groups.connectors.structured import guard_sql
 from rag_integration.feature_groups.connectors.structured.sql.sandbox import SqliteSandbox
 from rag_integration.testing.kit import ContractKit
+from rag_integration.testing.visibility import SEEDS, labelled, readable
 
 
 class _LeftOut:
@@ -254,6 +256,25 @@ class StructuredContractTests(ContractKit):
             assert row == source
             assert type(row["salary"]) is int and isinstance(row["start_date"], str)
             assert row["rating"] is None or type(row["rating"]) is float
+
+    @pytest.mark.parametrize("seed", SEEDS)
+    def test_principals_query_only_the_rows_they_may_read(self, seed: int) -> None:
+        """Counts, sums and listings, and even a column's inferred type, are those of the readable rows alone."""
+        rows, principals = labelled(EMPLOYEES, seed)
+        visible = readable(rows, principals)
+        for question in (self.known_question()[0], self.listing_question()[0], "average salary by department"):
+            assert self._outcome(question, rows=rows, principals=principals) == self._outcome(question, rows=visible)
+        with pytest.raises(PrincipalsRequiredError, match="principals"):
+            self.ask(question=self.known_question()[0], rows=rows)
+        with pytest.raises(InvalidOptionError, match="columns"):
+            self.ask(question=self.known_question()[0], columns=[*COLUMNS, "Readers"], principals=principals)
+
+    def _outcome(self, question: str, **options: object) -> object:
+        """The result, or the typed error's class and message (a question may name a value only hidden rows hold)."""
+        try:
+            return self.one(question=question, **options)
+        except ConnectorError as error:
+            return type(error), str(error)
 
     def test_known_question_gives_expected_rows(self) -> None:
         question, expected = self.known_question()

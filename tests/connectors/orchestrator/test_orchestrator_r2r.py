@@ -219,6 +219,10 @@ class TestR2RFixtureContract(OrchestratorContractTests):
     def connector_class(cls) -> type[BaseOrchestratorConnector]:
         return R2RFixtureOrchestrator
 
+    @classmethod
+    def engine_holds_its_own_corpus(cls) -> bool:
+        return True
+
 
 class TestR2RLiveContract(OrchestratorContractTests):
     """Live mode: a real HTTP client of the loopback R2R server."""
@@ -232,6 +236,10 @@ class TestR2RLiveContract(OrchestratorContractTests):
     @classmethod
     def connector_class(cls) -> type[BaseOrchestratorConnector]:
         return R2RFixtureOrchestrator
+
+    @classmethod
+    def engine_holds_its_own_corpus(cls) -> bool:
+        return True
 
     @classmethod
     def backend_options(cls) -> dict[str, Any]:

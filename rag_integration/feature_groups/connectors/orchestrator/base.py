@@ -63,8 +63,10 @@ class OrchestratorRequest:
     documents: Sequence[Document]
     top_k: int
     excluded_ids: frozenset[str] = frozenset()
-    """Corpus documents failing ``filters`` or hidden from the principals: not in ``documents``, and dropped if a
-    remote engine returns them."""
+    """Corpus documents failing ``filters``: not in ``documents``, and dropped if a remote engine returns them."""
+    hidden_ids: frozenset[str] = frozenset()
+    """Corpus documents the principals may not read: not in ``documents``; a remote engine that holds its own copy
+    of the corpus and returns one has its answer withheld, as it may be drawn from them."""
 
     @classmethod
     def read(cls, reader: OptionReader, data: ReadableFrame | None) -> OrchestratorRequest:
@@ -77,8 +79,9 @@ class OrchestratorRequest:
         kept = corpus if metadata_filter is None else metadata_filter.apply(corpus)
         if len(kept) == len(given):
             return cls(queries, kept, top_k)
-        excluded = frozenset(document.doc_id for document in given) - {document.doc_id for document in kept}
-        return cls(queries, kept, top_k, excluded)
+        hidden = frozenset(document.doc_id for document in given) - {document.doc_id for document in corpus}
+        excluded = frozenset(document.doc_id for document in corpus) - {document.doc_id for document in kept}
+        return cls(queries, kept, top_k, excluded, hidden)
 
 
 class BaseOrchestratorConnector(SelectorFeatureGroup, Generic[SettingsT]):
@@ -131,6 +134,7 @@ class BaseOrchestratorConnector(SelectorFeatureGroup, Generic[SettingsT]):
                         request.top_k,
                         str(cls.BACKEND),
                         request.excluded_ids,
+                        request.hidden_ids,
                         quoted=quoted,
                         check_time=check_time,
                     ),
@@ -193,24 +197,30 @@ def ground_answer(
     top_k: int,
     backend: str,
     excluded_ids: frozenset[str] = frozenset(),
+    hidden_ids: frozenset[str] = frozenset(),
     *,
     quoted: dict[int, str] | None = None,
     check_time: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Check every hit against the corpus (``position_of`` maps doc_id to position in ``documents``), keep each
     document once, rank and cut by the shared rule (ties by doc_id), and check the answer is quoted from the kept
-    documents by the shared grounding rule. Hits on ``excluded_ids`` (filtered out) are dropped, never shown.
+    documents by the shared grounding rule. Hits on ``excluded_ids`` (filtered out) are dropped, never shown; a hit
+    on ``hidden_ids`` (what the caller may not read) is dropped and withholds the answer, which may be drawn from it.
 
     Each document is put in quote form once (kept in ``quoted`` by position, so a batch shares them) and a hit
     repeating an earlier (document, text) pair is not searched again, so the work stays linear in the engine's answer;
     ``check_time`` (if given) runs before each hit and each answer sentence, so a deadline can stop it."""
     quoted = {} if quoted is None else quoted
     verified: set[tuple[int, str]] = set()
+    withheld = False
     hits = []
     previous = math.inf
     for number, hit in enumerate(answer.hits, start=1):
         if check_time is not None:
             check_time()
+        if hit.doc_id in hidden_ids:
+            withheld = True
+            continue
         if hit.doc_id in excluded_ids:
             continue
         position = position_of.get(hit.doc_id)
@@ -236,6 +246,8 @@ def ground_answer(
         previous = score
         hits.append((position, score))
     rows = rank_hits(hits, documents, top_k, positive_only=False)
+    if withheld:
+        return {"answer": "", "documents": rows}
     sources = [documents[position_of[row["doc_id"]]] for row in rows]
     check_quoted_answer(answer.answer, sources, f"backend '{backend}'", check_time)
     return {"answer": answer.answer, "documents": rows}

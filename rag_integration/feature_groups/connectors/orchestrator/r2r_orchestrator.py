@@ -95,6 +95,11 @@ class R2RFixtureOrchestrator(BaseOrchestratorConnector[R2RSettings]):
     SETTINGS: ClassVar[type[Any] | None] = R2RSettings
 
     @classmethod
+    def certification_adapter(cls) -> dict[str, Any]:
+        """R2R answers from the corpus it ingested, not the one a request hands it."""
+        return {"engine_holds_its_own_corpus": True}
+
+    @classmethod
     def read_settings(cls, reader: OptionReader) -> R2RSettings:
         """The declared options, with the URL checked by the rule every HTTP client here follows."""
         declared = read_options(R2RSettings, reader)
