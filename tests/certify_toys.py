@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import time
@@ -10,9 +11,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rag_integration.core.contract.profiles import Profile
+from rag_integration.core.documents.corpus import Document
+from rag_integration.core.documents.visibility import label_of
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.options import OptionReader
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
+from rag_integration.feature_groups.connectors.retrieve.base import RetrieveRequest
 
 if TYPE_CHECKING:
     from rag_integration.core.contract.frames import ReadableFrame
@@ -76,3 +80,21 @@ class CarelessRetriever(Bm25sRetriever):
             return super().answer(data, reader)
         except InvalidOptionError:
             return {cls.FEATURE_NAME: [[]]}
+
+
+class PostFilteringRetriever(Bm25sRetriever):
+    """Ranks the whole corpus and drops what the caller may not read afterwards, as a search engine's document-level
+    security does: the passages are readable, but their scores use the hidden documents' statistics."""
+
+    BACKEND = "certify_post_filtering"
+
+    @classmethod
+    def retrieve(cls, request: RetrieveRequest, settings: Any) -> list[list[dict[str, Any]]]:
+        documents = list(request.documents or [])
+        positions = request.visibility.visible([label_of(doc.metadata) for doc in documents], "corpus")
+        readable = {doc.doc_id for doc in (documents if positions is None else [documents[p] for p in positions])}
+        unlabelled = [Document(doc.doc_id, doc.text) for doc in documents]
+        everything = dataclasses.replace(request, documents=unlabelled, top_k=max(1, len(documents)))
+        rows = super().retrieve(everything, settings)
+        kept = [[passage for passage in row if passage["doc_id"] in readable][: request.top_k] for row in rows]
+        return [[dict(passage, rank=rank) for rank, passage in enumerate(row, start=1)] for row in kept]

@@ -32,7 +32,7 @@ from rag_integration.testing.certify_fixtures import CertifyUsageError, load_fix
 from rag_integration.testing.retrieve import RetrieveContractTests, VectorStoreContractTests
 
 EXAMPLE_FIXTURE = Path(__file__).parents[1] / "examples" / "fixtures" / "bm25s_cats.json"
-NEW_CHECKS = ("fixture", "replay", "invalid_requests", "deadline", "secret")
+NEW_CHECKS = ("fixture", "replay", "invalid_requests", "visibility", "deadline", "secret")
 RUNNER = CliRunner()
 
 THIRD_PARTY = textwrap.dedent(
@@ -207,6 +207,20 @@ def test_a_backend_answering_differently_on_replay_fails(tmp_path: Path) -> None
     replay = checks["replay[default-retrieve]"]
     assert replay["status"] == "fail" and "answered twice in one process, the rows differ" in replay["issues"][0]
     assert checks["fixture[default-retrieve]"]["status"] == "pass"
+
+
+def test_a_backend_scoring_with_hidden_documents_statistics_fails_visibility(tmp_path: Path) -> None:
+    code, _, checks = run(["certify_toys:PostFilteringRetriever"], tmp_path)
+    assert code == 1
+    visibility = checks["visibility"]
+    assert visibility["status"] == "fail" and visibility["readable"] >= 1 and visibility["hidden"] >= 1
+    assert "over the readable items alone" in visibility["issues"][0]
+    assert [check_id for check_id, check in checks.items() if check["status"] == "fail"] == ["visibility"]
+
+
+def test_bm25s_passes_the_visibility_check(tmp_path: Path) -> None:
+    code, _, checks = run(["bm25s"], tmp_path)
+    assert code == 0 and checks["visibility"]["status"] == "pass", checks["visibility"]
 
 
 def test_a_profile_over_its_budget_fails_its_deadline_check(tmp_path: Path) -> None:

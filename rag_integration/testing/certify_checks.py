@@ -8,6 +8,7 @@ import contextlib
 import io
 import json
 import logging
+import math
 import os
 import secrets
 import subprocess
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+from rag_integration.core.documents.visibility import PRINCIPALS, READERS, PrincipalsRequiredError
 from rag_integration.core.errors import (
     ConnectorError,
     InvalidOptionError,
@@ -30,7 +32,7 @@ from rag_integration.core.errors import (
 )
 from rag_integration.core.indexes.memory import forget_built
 from rag_integration.core.options import option_specs
-from rag_integration.testing.certify_fixtures import FAMILY_INPUTS, Fixture
+from rag_integration.testing.certify_fixtures import DOCUMENT_LISTS, FAMILY_INPUTS, Fixture
 from rag_integration.testing.kit import ContractKit, KitItemRows
 from rag_integration.testing.runner import query_and_corpus_errors, run_feature, run_in_fresh_process
 
@@ -286,6 +288,69 @@ def invalid_requests_check(subject: Subject, fixture: Fixture) -> Check:
     return subject.check("invalid_requests", body)
 
 
+def visibility_check(subject: Subject, fixture: Fixture) -> Check:
+    """Every other input item readable by the principal: the answer is the one over the readable items alone (same
+    keys, order and scores within 1e-6; a remote engine holding its own corpus only returns nothing hidden), no
+    answer names a hidden item, and the labelled request without ``principals`` is refused."""
+
+    def body(issues: list[str], details: dict[str, Any]) -> str | None:
+        family = subject.cls.FAMILY
+        key = FAMILY_INPUTS[family][0]
+        items = [dict(item) for item in fixture.inputs[key]]
+        if key in DOCUMENT_LISTS:
+            for position, item in enumerate(items):
+                item.setdefault("doc_id", str(position))
+        labelled = [
+            {**item, READERS: [VISIBLE_TO if position % 2 == 0 else HIDDEN_FROM]} for position, item in enumerate(items)
+        ]
+        readable = items[::2]
+        plain: dict[str, Any] = {key: readable}
+        if "edges" in fixture.inputs:
+            names = {str(item["doc_id"]) for item in readable}
+            plain["edges"] = [
+                edge for edge in fixture.inputs["edges"] if {str(end) for end in _edge_ends(edge)} <= names
+            ]
+        hidden = {str(item["doc_id"]) for item in items[1::2]} if key in DOCUMENT_LISTS else set()
+        details["readable"], details["hidden"] = len(readable), len(items) - len(readable)
+        got = subject.run(subject.request(fixture, {key: labelled, PRINCIPALS.key: [VISIBLE_TO]}))
+        leaked = sorted({str(k) for row in got for k in subject.kit.answer_keys(row) if str(k) in hidden})
+        if leaked:
+            issues.append(f"answered with {len(leaked)} item(s) only another principal may read: {cut(leaked)}")
+        if not getattr(subject.kit, "engine_holds_its_own_corpus", lambda: False)():
+            want = subject.run(subject.request(fixture, plain))
+            if not _close(got, want):
+                issues.append(f"with principals {cut(got)}, but over the readable items alone {cut(want)}")
+        try:
+            subject.run(subject.request(fixture, {key: labelled}))
+        except Exception as error:
+            if typed_error(error, PrincipalsRequiredError) is None:
+                issues.append(f"labelled data without principals raised {describe(error, 200)}")
+        else:
+            issues.append("labelled data without principals was answered instead of refused")
+        return None
+
+    return subject.check("visibility", body)
+
+
+VISIBLE_TO = "certify-reader"
+HIDDEN_FROM = "certify-other"
+
+
+def _edge_ends(edge: Any) -> tuple[Any, Any]:
+    return (edge.get("source"), edge.get("target")) if isinstance(edge, Mapping) else (edge[0], edge[1])
+
+
+def _close(got: Any, want: Any) -> bool:
+    """Equal, numbers within 1e-6 relative: scores made from the same statistics in another order of sums."""
+    if isinstance(got, float) and isinstance(want, float):
+        return math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-12)
+    if isinstance(got, Mapping) and isinstance(want, Mapping):
+        return got.keys() == want.keys() and all(_close(got[k], want[k]) for k in got)
+    if isinstance(got, list | tuple) and isinstance(want, list | tuple):
+        return len(got) == len(want) and all(_close(a, b) for a, b in zip(got, want, strict=True))
+    return bool(got == want)
+
+
 def deadline_checks(subject: Subject, fixture: Fixture) -> list[Check]:
     """Each profile's request, timed cold (indexes forgotten) and then warm; the warm one must keep the budget."""
     checks = []
@@ -426,12 +491,13 @@ def captured(texts: list[tuple[str, str]]) -> Iterator[None]:
 
 def backend_checks(subject: Subject, fixtures: list[Fixture]) -> list[Check]:
     """Every check of one backend: each fixture's answer and replay, then on the first fixture the invalid
-    requests, each profile's budget and the secret."""
+    requests, visibility, each profile's budget and the secret."""
     checks: list[Check] = []
     for fixture in fixtures:
         checks += [fixture_check(subject, fixture), replay_check(subject, fixture)]
     first = fixtures[0]
     checks.append(invalid_requests_check(subject, first))
+    checks.append(visibility_check(subject, first))
     checks += deadline_checks(subject, first)
     checks.append(secret_check(subject, first))
     return checks
