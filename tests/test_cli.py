@@ -448,3 +448,33 @@ def test_a_store_cites_its_files_by_absolute_path_wherever_it_is_asked_from(
     asked = RUNNER.invoke(app, ["ask", "When does the museum open?", "--index-dir", "../store", "--no-progress"])
     assert asked.exit_code == 0, asked.output
     assert f"[1] {tmp_path / 'docs' / 'museum.txt'}, chunk 0, line 1" in asked.stdout
+
+
+def test_principal_limits_search_and_ask_over_an_index_of_labelled_documents(tmp_path: Path) -> None:
+    documents = tmp_path / "docs"
+    documents.mkdir()
+    records = [
+        {"doc_id": "pay", "text": "Salaries are reviewed every March by the board.", "readers": ["hr"]},
+        {"doc_id": "oil", "text": "Change the engine oil every 10,000 km.", "readers": ["*"]},
+        {"doc_id": "merger", "text": "The board approved the merger in March.", "readers": ["board"]},
+    ]
+    (documents / "team.jsonl").write_text("\n".join(json.dumps(record) for record in records), encoding="utf-8")
+    store = tmp_path / "store"
+    built = RUNNER.invoke(app, ["index", str(documents), "--index-dir", str(store), "--embedding-model", "hash"])
+    assert built.exit_code == 0, built.output
+    search = ["search", "board March salaries merger", "--index-dir", str(store), "--json", "--top-k", "5"]
+    as_hr = RUNNER.invoke(app, [*search, "--principal", "alice", "--principal", "hr"])
+    assert as_hr.exit_code == 0, as_hr.output
+    found = {passage["doc_id"].split("#")[0] for passage in json.loads(as_hr.stdout)[0]["passages"]}
+    assert "pay" in found and found <= {"pay", "oil"}  # chunks of the documents hr may read
+    assert "approved the merger" not in as_hr.stdout
+    as_board = RUNNER.invoke(
+        app, ["ask", "When was the merger approved?", "--index-dir", str(store), "--principal", "board"]
+    )
+    assert as_board.exit_code == 0 and "merger" in as_board.output.lower(), as_board.output
+    as_nobody = RUNNER.invoke(
+        app, ["ask", "When was the merger approved?", "--index-dir", str(store), "--principal", "x"]
+    )
+    assert as_nobody.exit_code == 0 and "approved" not in as_nobody.output, as_nobody.output
+    anonymous = RUNNER.invoke(app, search)
+    assert anonymous.exit_code != 0 and "principal" in anonymous.output

@@ -60,10 +60,12 @@ def ask_all(
     progress: bool = False,
     cache: bool = True,
     notes: RunNotes | None = None,
+    principals: Sequence[str] | None = None,
 ) -> AskResult:
     """Answer ``questions`` from ``files`` (read, chunked and indexed by ``backend_name``) or the store in
     ``index_dir``, optionally reranked, by the ``generate`` backend, in one run. ``notes`` (filled as the run goes,
-    also when it fails) says what the run noted beside its answers."""
+    also when it fails) says what the run noted beside its answers. ``principals`` (the caller's names) limit
+    every step to the documents whose ``readers`` name one of them."""
     notes = notes if notes is not None else RunNotes()
     texts = list(questions)
     if any(not text.strip() for text in texts):
@@ -82,6 +84,7 @@ def ask_all(
         cache=cache,
         notes=notes,
         language=language,
+        principals=principals,
     )
     request.options["return_metadata"] = True  # where each cited passage comes from
     check_flashrank_dir(rerank, flashrank_model_dir)
@@ -99,6 +102,8 @@ def ask_all(
         "show_progress": progress,
         **{key: value for key, value in llm.items() if value is not None},
     }
+    if principals is not None:
+        answer_options["principals"] = list(principals)
     if "sentence_model" in generator.declared_options():
         answer_options["sentence_model"] = sentence_model
     with progress_display(progress), notes.reading_files():

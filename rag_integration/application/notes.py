@@ -46,17 +46,18 @@ class RunNotes:
             self.skipped += SKIPPED_FILES.take()
             self.read += READ_FILES.take()
 
-    def warn_if_stale(self, index_dir: Path) -> None:
-        """A warning when the files a store was indexed from changed since (``index`` keeps their record)."""
+    def warn_if_stale(self, index_dir: Path, *, name_files: bool = True) -> None:
+        """A warning when the files a store was indexed from changed since (``index`` keeps their record); without
+        ``name_files`` (a caller who may not read every file) it says so without naming or counting them."""
         try:
             live = current_version(index_dir, "index_dir")
         except ConnectorError:
             return  # the search itself reports a broken store
         changes = None if live is None else changes_since(index_dir, live.name, FileRules(suffixes=SUFFIXES))
         if changes:
+            what = changes.describe() if name_files else "its files changed"
             self.warnings.append(
-                f"{index_dir} is out of date: {changes.describe()} since it was indexed; "
-                "run `rag-integration index` again to update it"
+                f"{index_dir} is out of date: {what} since it was indexed; run `rag-integration index` again to update it"
             )
 
 

@@ -49,14 +49,17 @@ def retrieval(
     cache: bool,
     notes: RunNotes,
     language: str | None = None,
+    principals: Sequence[str] | None = None,
 ) -> Request:
     """``retrieved_passages`` over a store (``index_dir``) or over ``files`` read, chunked and indexed by
     ``backend_name``."""
     if (index_dir is None) == (not files):
         raise ArgumentError("index_dir / files", "give either {index_dir} or {files}")
     options: dict[str, Any] = {"query_text": list(queries), "top_k": top_k}
+    if principals is not None:
+        options["principals"] = list(principals)  # every step of the run reads only what they may read
     if index_dir is not None:
-        notes.warn_if_stale(index_dir)
+        notes.warn_if_stale(index_dir, name_files=principals is None)
         model = embedding_model or store_model(index_dir)
         options |= {"retrieve_backend": "vector_store", "index_dir": str(index_dir), "embedding_model": model}
         return Request("retrieved_passages", options, {VectorStoreRetriever})
@@ -94,6 +97,8 @@ def reranked(
         "candidates_source": candidates,
         "top_k": top_k,
     }
+    if "principals" in request.options:
+        options["principals"] = request.options["principals"]
     if flashrank_model_dir is not None:
         options["flashrank_model_dir"] = str(flashrank_model_dir)
     if language is not None and "language" in reranker.declared_options():

@@ -43,10 +43,11 @@ def search(
     progress: bool = False,
     cache: bool = True,
     notes: RunNotes | None = None,
+    principals: Sequence[str] | None = None,
 ) -> SearchResult:
     """Rank the passages of ``files`` (read, chunked and indexed by ``backend_name``) or of the store in
     ``index_dir`` for every query, optionally reranked; ``metadata`` adds where each passage comes from, ``explain``
-    why it ranked."""
+    why it ranked; ``principals`` (the caller's names) limit it to the documents whose ``readers`` name one of them."""
     notes = notes if notes is not None else RunNotes()
     request = retrieval(
         list(queries),
@@ -58,6 +59,7 @@ def search(
         embedding_model=embedding_model,
         cache=cache,
         notes=notes,
+        principals=principals,
     )
     if metadata:
         request.options["return_metadata"] = True

@@ -17,6 +17,7 @@ from rag_integration.cli.base import (
     CacheOption,
     EmbeddingModelOption,
     FlashRankDirOption,
+    PrincipalOption,
     ProgressOption,
     VerboseOption,
     app,
@@ -73,6 +74,7 @@ def ask(
     verbose: VerboseOption = False,
     progress: ProgressOption = True,
     cache: CacheOption = True,
+    principal: PrincipalOption = None,
 ) -> int:
     """Answer a question from your files (--files) or a persisted index (--index-dir): the answer with its [n]
     markers, then each cited source with its file, chunk, page or lines and the sentence quoted from it (with
@@ -103,6 +105,7 @@ def ask(
             progress=progress and not as_json,
             cache=cache,
             notes=notes,
+            principals=principal,
         )
     finally:
         show_notes(notes, verbose)

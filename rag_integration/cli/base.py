@@ -104,6 +104,14 @@ VerboseOption = Annotated[bool, typer.Option("--verbose", help="list every file 
 CacheOption = Annotated[
     bool, typer.Option(help="with --files: keep indexes, embeddings and analysed text in the user cache folder")
 ]
+PrincipalOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--principal",
+        help="who is asking (repeatable: user and groups); only documents whose 'readers' name one of them, or '*', "
+        "are used. Required when the documents carry 'readers'",
+    ),
+]
 FILE_TYPES = ".txt, .md, .rst, .html, .htm, .pdf, .docx (extra docx), .jsonl, .csv"
 """The file types the files source reads (its ``SUFFIXES``), as the help names them."""
 FlashRankDirOption = Annotated[

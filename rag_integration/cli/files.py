@@ -16,6 +16,7 @@ from rag_integration.cli.base import (
     CacheOption,
     EmbeddingModelOption,
     FlashRankDirOption,
+    PrincipalOption,
     ProgressOption,
     VerboseOption,
     app,
@@ -88,6 +89,7 @@ def search_command(
     explain: Annotated[
         bool, typer.Option(help="say why each passage ranked: its explanation in --json, a 'why' column otherwise")
     ] = False,
+    principal: PrincipalOption = None,
 ) -> int:
     """Search a persisted index (--index-dir) or files (--files) with one batched request for all queries. With
     --files, what one search embedded and analysed is kept in the user cache folder, so the next search over the
@@ -109,6 +111,7 @@ def search_command(
             progress=progress and not as_json,
             cache=cache,
             notes=notes,
+            principals=principal,
         )
     finally:
         show_notes(notes, verbose)
