@@ -10,11 +10,22 @@ quiet_connector_error_tracebacks()
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> object:
+    """``rag_integration.forget``, imported when first used: the application is not loaded with the package."""
+    if name == "forget":
+        from rag_integration.application.forgetting import forget
+
+        return forget
+    raise AttributeError(f"module 'rag_integration' has no attribute {name!r}")
+
+
 __all__ = [
     "Corpus",
     "__version__",
     "available_backends",
     "configure_index_cache",
     "discover_backends",
+    "forget",
     "load_transformers_only_for",
 ]

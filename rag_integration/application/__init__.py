@@ -1,5 +1,5 @@
 """The application behind the command line, callable from Python without it: each command's work (``ask``,
-``search``, ``index``, ``eval``, ``certify``, the backend list and the demos) from plain arguments. A wrong argument
+``search``, ``index`` and ``forget``, ``eval``, ``certify``, the backend list and the demos) from plain arguments. A wrong argument
 is an ``ArgumentError`` naming it; the command line shows it as a usage error naming its flag.
 
     from rag_integration.application import ask
@@ -14,6 +14,7 @@ from rag_integration.application.answers import Answer, Source
 from rag_integration.application.certifying import certify
 from rag_integration.application.demos import run_demo, run_swap_demo
 from rag_integration.application.evaluating import EvaluationReport, evaluate_backends
+from rag_integration.application.forgetting import ForgetReport, forget
 from rag_integration.application.indexing import IndexReport, index, index_models
 from rag_integration.application.notes import RunNotes
 from rag_integration.application.requests import DEFAULT_EMBEDDING_MODEL
@@ -28,6 +29,7 @@ __all__ = [
     "AskResult",
     "ConnectorError",
     "EvaluationReport",
+    "ForgetReport",
     "IndexReport",
     "RunNotes",
     "SearchResult",
@@ -37,6 +39,7 @@ __all__ = [
     "available_backends",
     "certify",
     "evaluate_backends",
+    "forget",
     "index",
     "index_models",
     "questions_from",

@@ -15,6 +15,7 @@ from rag_integration.core.contract.run import run_feature
 from rag_integration.core.documents.source_record import save_record
 from rag_integration.core.errors import ConnectorError
 from rag_integration.core.indexes.embedders import get_embedder
+from rag_integration.core.indexes.embedding_memo import EMBEDDING_MEMO, text_key
 from rag_integration.core.indexes.store import current_version, verified_version
 from rag_integration.core.progress import progress_display, step
 from rag_integration.feature_groups.rag_pipeline import STAGES
@@ -86,6 +87,10 @@ def index(
     if live is not None:
         save_record(folder, live.name, [str(path) for path in paths], notes.read)
     after = {str(row["doc_id"]): str(row["text"]) for row in rows}
+    if live is not None and not any(path.name != live.name for path in folder.glob("v-*")):
+        # no older version holds a removed document any longer: nor does an embedding shard
+        kept = {text_key(text) for text in after.values()}
+        EMBEDDING_MEMO.forget(folder, lambda key: key not in kept)
     added = sum(1 for doc_id in after if doc_id not in before)
     changed = sum(1 for doc_id, text in after.items() if doc_id in before and before[doc_id] != text)
     removed = sum(1 for doc_id in before if doc_id not in after)

@@ -9,7 +9,8 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from rag_integration.application import RunNotes, search
+from rag_integration.application import ArgumentError, RunNotes, search
+from rag_integration.application import forget as forget_documents
 from rag_integration.application import index as index_files
 from rag_integration.cli.base import (
     FILE_TYPES,
@@ -27,8 +28,8 @@ from rag_integration.console import console, print_table
 
 @app.command()
 def index(
-    paths: Annotated[list[Path], typer.Argument(help=f"files, folders or globs ({FILE_TYPES})")],
     index_dir: Annotated[Path, typer.Option(help="folder the store is written to")],
+    paths: Annotated[list[Path] | None, typer.Argument(help=f"files, folders or globs ({FILE_TYPES})")] = None,
     embedding_model: Annotated[
         str,
         typer.Option(
@@ -40,9 +41,24 @@ def index(
     keep: Annotated[int, typer.Option(min=1, help="store versions kept, this one counted; older ones are removed")] = 2,
     verbose: VerboseOption = False,
     progress: ProgressOption = True,
+    forget: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--forget",
+            help="instead of indexing, forget this doc_id (repeatable) and the chunks cut from it: the store is "
+            "written again without them and nothing under --index-dir keeps their text, words or vectors",
+        ),
+    ] = None,
 ) -> int:
     """Read, chunk, embed and persist your documents as a FAISS store; `search --index-dir` and `ask --index-dir`
-    answer from it."""
+    answer from it. With --forget, remove documents from it instead."""
+    if forget:
+        if paths:
+            raise ArgumentError("paths / forget", "give {paths} to index or {forget} ids to forget, not both")
+        console().print(forget_documents(index_dir, forget).describe())
+        return 0
+    if not paths:
+        raise ArgumentError("paths", "give the files, folders or globs to index")
     notes = RunNotes()
     try:
         report = index_files(

@@ -54,6 +54,19 @@ def save_record(folder: Path, version: str, patterns: Sequence[str], files: Sequ
             os.unlink(staged)
 
 
+def move_record(folder: Path, version: str, new_version: str, without: set[str]) -> None:
+    """The record of ``version`` carried over to ``new_version`` (the same files, less ``without``), as when some
+    documents were forgotten: the next ``search`` then says those files were added since, which they would be if
+    they are still there. No record of ``version``: nothing to carry (and none is made)."""
+    found = _read_record(folder, version)
+    if found is None:
+        (folder / RECORD_FILE).unlink(missing_ok=True)
+        return
+    patterns, files = found
+    kept = [ReadFile(path, *entry) for path, entry in files.items() if path not in without]
+    save_record(folder, new_version, patterns, kept)
+
+
 def changes_since(folder: Path, version: str, rules: FileRules) -> Changes | None:
     """How the files a store was built from differ from what its patterns find now; None when there is no record
     of this version (not built by ``index``, or rewritten since) or it cannot be read. A file whose size or time

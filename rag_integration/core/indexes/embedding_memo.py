@@ -10,7 +10,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -59,7 +59,7 @@ class EmbeddingMemo:
     def embed(self, embedder: Embedder, texts: Sequence[str], folder: Path | None = None) -> Vectors:
         """``embedder.embed(texts)``, asking the model only for texts it has not embedded: in this process, or (with
         ``folder``) in any process that embedded them with the same folder."""
-        keys = [(embedder.model_id, hashlib.sha256(text.encode("utf-8")).digest()) for text in texts]
+        keys = [(embedder.model_id, text_key(text)) for text in texts]
         shards = None if folder is None else Path(folder) / EMBEDDINGS_FOLDER / _model_folder(embedder.model_id)
         if shards is not None and any(key not in self._rows for key in keys):
             self._read_shards(shards, embedder)
@@ -111,6 +111,54 @@ class EmbeddingMemo:
                 continue
             keys = [(embedder.model_id, raw[start : start + KEY_BYTES]) for start in range(0, len(raw), KEY_BYTES)]
             self._keep(list(zip(keys, rows, strict=True)))
+
+    def forget(self, folder: Path | None, doomed: Callable[[bytes], bool]) -> int:
+        """Drop every vector whose text digest (``text_key``) is ``doomed``: from this process, and from each shard
+        under ``folder`` (a shard holding one is written again without it, or removed). How many rows on disk went.
+        What forgetting a document relies on: no vector of its text is kept once this returns."""
+        self._rows.discard_where(lambda key, _: doomed(key[1]))
+        self._shards_read.clear()
+        if folder is None:
+            return 0
+        dropped = 0
+        root = Path(folder) / EMBEDDINGS_FOLDER
+        for model in _entries(root, lambda path: path.is_dir() and not path.is_symlink()):
+            for keys_file in _entries(model, lambda path: path.suffix == ".keys" and path.is_file()):
+                dropped += _forget_in_shard(model, keys_file.stem, doomed)
+            for staged in _entries(model, lambda path: path.name.startswith(".")):
+                staged.unlink(missing_ok=True)  # a crashed writer's half shard may hold anything
+        return dropped
+
+
+def text_key(text: str) -> bytes:
+    """The digest a vector of ``text`` is kept under."""
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+def _entries(folder: Path, wanted: Callable[[Path], bool]) -> list[Path]:
+    try:
+        return sorted(path for path in folder.iterdir() if wanted(path))
+    except OSError:
+        return []
+
+
+def _forget_in_shard(shards: Path, name: str, doomed: Callable[[bytes], bool]) -> int:
+    """Rewrite one shard without its doomed rows; a shard that cannot be read is removed whole (it is a cache)."""
+    keys_path, rows_path = shards / f"{name}.keys", shards / f"{name}.npy"
+    try:
+        raw = read_regular_file(keys_path, KEY_BYTES * MAX_SHARD_ROWS)
+        keys = [raw[start : start + KEY_BYTES] for start in range(0, len(raw) - len(raw) % KEY_BYTES, KEY_BYTES)]
+        keep = [position for position, key in enumerate(keys) if not doomed(key)]
+        if len(keep) == len(keys) and len(raw) % KEY_BYTES == 0:
+            return 0
+        rows = np.load(rows_path, allow_pickle=False) if keep else None
+    except (OSError, ValueError):
+        keep, keys, rows = [], [], None
+    if keep and rows is not None and rows.ndim == 2 and len(rows) == len(keys):
+        _write_shard(shards, [(("", keys[position]), rows[position]) for position in keep])
+    keys_path.unlink(missing_ok=True)
+    rows_path.unlink(missing_ok=True)
+    return len(keys) - len(keep)
 
 
 def _model_folder(model_id: str) -> str:

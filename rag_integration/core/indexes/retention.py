@@ -13,7 +13,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -149,6 +149,14 @@ class BoundedLru(Generic[K, V]):
     def discard(self, key: K) -> None:
         with self._lock:
             self._drop(key)
+
+    def discard_where(self, doomed: Callable[[K, V], bool]) -> int:
+        """Drop every entry ``doomed(key, value)`` is true of; how many were dropped."""
+        with self._lock:
+            keys = [key for key, (value, _) in self._values.items() if doomed(key, value)]
+            for key in keys:
+                self._drop(key)
+        return len(keys)
 
     def resize(self, max_entries: int | None, max_bytes: int | None) -> None:
         """New bounds, applied at once: shrinking drops the least recently used."""

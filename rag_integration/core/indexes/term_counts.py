@@ -14,7 +14,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -39,6 +39,7 @@ from rag_integration.core.indexes.store import (
     load_npy,
     pointer_state,
     read_store,
+    remove_store,
     save_npy,
     verified_version,
     write_store,
@@ -196,6 +197,31 @@ class AnalysisMemo:
                 store,
                 error,
             )
+
+    def forget(self, folder: Path | None, doomed: Callable[[bytes], bool]) -> int:
+        """Drop every analysed corpus holding a text whose digest (``text_digests``) is ``doomed``: from memory, and
+        each such store under ``folder`` (its terms name the text's words), so none is read back. How many stores
+        went; one a reader holds stays until the reader is done (``remove_store``)."""
+        self._latest.discard_where(lambda _, analysed: any(map(doomed, analysed.digest_list())))
+        self._stored.clear()
+        if folder is None:
+            return 0
+        removed = 0
+        for settings_folder in sorted((Path(folder) / ANALYSIS_FOLDER).glob("*")):
+            for store in written_stores(settings_folder):
+                try:
+                    version = verified_version(store)
+                    raw = b"" if version is None else np.load(version.folder / "digests.npy", allow_pickle=False)
+                    digests = bytes(np.asarray(raw, dtype=np.uint8))
+                    holds = any(
+                        doomed(digests[start : start + TEXT_DIGEST_BYTES])
+                        for start in range(0, len(digests), TEXT_DIGEST_BYTES)
+                    )
+                except (ConnectorError, OSError, ValueError):
+                    holds = True  # a store that cannot be checked cannot be kept
+                if holds:
+                    removed += remove_store(store)
+        return removed
 
     def _store(self, store: Path, settings: AnalysisSettings, analysed: AnalysedCorpus) -> None:
         """Write the analysed corpus as its store's new version, mark it, and keep only the latest corpora of these
