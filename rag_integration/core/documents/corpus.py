@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple, overload
 
 from rag_integration.core.deadline import check_deadline
-from rag_integration.core.documents.visibility import READERS
+from rag_integration.core.documents.visibility import READERS, Labels, label_of
 from rag_integration.core.errors import DuplicateDocIdError, InvalidOptionError
 from rag_integration.core.unicode_text import require_valid_text, surrogate_position
 
@@ -137,6 +137,22 @@ def int_text(value: int, option: str, expected: str) -> str:
         ) from None
 
 
+def _own_readers(document: Document) -> Document:
+    """A document whose ``readers`` list is its own copy: a ``Corpus`` checks its labels once, so a caller changing
+    the list it gave afterwards must not change them."""
+    readers = document.metadata.get(READERS)
+    if not isinstance(readers, list):
+        return document
+    return Document(document.doc_id, document.text, MappingProxyType({**document.metadata, READERS: list(readers)}))
+
+
+def labels_of(documents: Sequence[Document], option: str) -> Labels:
+    """The documents' ``readers``: a ``Corpus``'s own, checked when first asked for; else checked now."""
+    if isinstance(documents, Corpus):
+        return documents.labels
+    return Labels.of([label_of(document.metadata) for document in documents], option)
+
+
 def corpus_fingerprint(documents: Iterable[Document]) -> str:
     """A content hash of ids and texts in order: equal fingerprints mean an index can be reused. It hashes each
     text's digest (``text_digests``) rather than the text, so a ``Corpus`` reads its texts once for both."""
@@ -180,6 +196,8 @@ def text_digests(documents: Sequence[Document]) -> list[bytes]:
 
 
 TEXT_DIGEST_BYTES = 16
+MAX_KEPT_PARTS = 16
+"""Parts of a ``Corpus`` (what one set of principals may read) it keeps, so a repeated request does not cut again."""
 _LENGTH = struct.Struct("<Q")
 
 
@@ -239,28 +257,51 @@ class Corpus(Sequence[Document]):
     one-line repr carrying its content fingerprint; connectors accept it wherever they accept a list.
     """
 
-    __slots__ = ("_documents", "_fingerprint", "_text_digests")
+    __slots__ = ("_documents", "_fingerprint", "_labels", "_option", "_parts", "_text_digests")
 
     def __init__(self, documents: object, option: str = "corpus") -> None:
         raw = documents  # anything but a sequence or another iterable is refused by read_documents, typed
         if isinstance(documents, Iterable) and not isinstance(documents, (Sequence, Mapping)):
             raw = list(documents)
-        self._documents: tuple[Document, ...] = tuple(read_documents(raw, option))
+        self._documents: tuple[Document, ...] = tuple(map(_own_readers, read_documents(raw, option)))
         self._fingerprint: str | None = None
         self._text_digests: list[bytes] | None = None
+        self._option = option
+        self._labels: Labels | None = None
+        self._parts: dict[bytes, Corpus] = {}
 
     @classmethod
     def part_of(cls, documents: Sequence[Document], positions: Sequence[int]) -> Corpus:
         """The documents at ``positions``, in order, as a corpus without validating them again: ``documents`` was
         validated, and a ``Corpus``'s text digests are reused rather than computed again."""
+        key = b""
+        if isinstance(documents, Corpus):  # the same part asked for again (one set of principals' next request)
+            key = struct.pack(f"<{len(positions)}q", *positions)
+            kept = documents._parts.get(key)
+            if kept is not None:
+                return kept
         part = cls.__new__(cls)
         part._documents = tuple(documents[position] for position in positions)
         part._fingerprint = None
         part._text_digests = None
-        if isinstance(documents, Corpus) and documents._text_digests is not None:
-            digests = documents._text_digests
-            part._text_digests = [digests[position] for position in positions]
+        part._labels = None
+        part._parts = {}
+        part._option = documents._option if isinstance(documents, Corpus) else "corpus"
+        if isinstance(documents, Corpus):
+            if documents._text_digests is not None:
+                digests = documents._text_digests
+                part._text_digests = [digests[position] for position in positions]
+            if len(documents._parts) >= MAX_KEPT_PARTS:
+                documents._parts.clear()
+            documents._parts[key] = part
         return part
+
+    @property
+    def labels(self) -> Labels:
+        """The documents' ``readers``, checked once (``core.documents.visibility``)."""
+        if self._labels is None:
+            self._labels = Labels.of([label_of(document.metadata) for document in self._documents], self._option)
+        return self._labels
 
     @property
     def fingerprint(self) -> str:

@@ -11,6 +11,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import numpy as np
+import numpy.typing as npt
+
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.options import OptionReader, OptionSpec
 
@@ -61,32 +64,12 @@ class Visibility:
         principals = None if raw is None else frozenset(_names(raw, PRINCIPALS.key))
         return cls(principals, UNLABELLED.read(reader) == "public")
 
-    def visible(self, labels: Sequence[object], option: str, *, labelled: bool = False) -> list[int] | None:
+    def visible(self, labels: Sequence[object] | Labels, option: str, *, labelled: bool = False) -> list[int] | None:
         """The positions of the items the caller may read, given each item's ``readers`` (``ABSENT`` where it has
-        none); None when no item has any (unlabelled data, all visible) unless ``labelled`` says other items of
-        the same request have. ``option`` names the items in errors."""
-        classes: dict[tuple[Any, ...], bool] = {}
-        allowed: list[int] = []
-        for position, label in enumerate(labels):
-            if label is ABSENT:
-                if self.unlabelled_public:
-                    allowed.append(position)
-                continue
-            labelled = True
-            if hasattr(label, "tolist") and not isinstance(label, (str, bytes)):
-                label = label.tolist()  # a list column of a pandas or NumPy frame
-            where = f"{option}[{position}].{READERS}"
-            if not isinstance(label, (list, tuple)):
-                raise InvalidReadersError(where, label, READERS_EXPECTED)
-            try:
-                readable = classes.get(key := tuple(label))
-            except TypeError:  # an unhashable name: not a string
-                raise InvalidReadersError(where, label, READERS_EXPECTED) from None
-            if readable is None:
-                readable = classes[key] = self._may_read(_names(label, where, InvalidReadersError))
-            if readable:
-                allowed.append(position)
-        if not labelled:
+        none) or their ``Labels``; None when no item has any (unlabelled data, all visible) unless ``labelled`` says
+        other items of the same request have. ``option`` names the items in errors."""
+        found = labels if isinstance(labels, Labels) else Labels.of(labels, option)
+        if not (labelled or found.labelled):
             return None
         if self.principals is None:
             raise PrincipalsRequiredError(
@@ -94,9 +77,13 @@ class Visibility:
                 f"the caller's principal names (a list of str, [] for only what is marked '{EVERYONE}'), as "
                 f"'{option}' says who may read its items",
             )
-        return allowed
+        readable = np.array([self._may_read(label) for label in found.classes], dtype=bool)
+        positions: list[int] = np.flatnonzero(readable[found.class_of]).tolist()
+        return positions
 
-    def _may_read(self, readers: Sequence[str]) -> bool:
+    def _may_read(self, readers: tuple[str, ...] | None) -> bool:
+        if readers is None:
+            return self.unlabelled_public
         return EVERYONE in readers or (self.principals is not None and not self.principals.isdisjoint(readers))
 
     def visible_lists(self, lists: Sequence[Sequence[T]], labels: Callable[[T], object], option: str) -> list[list[T]]:
@@ -110,6 +97,51 @@ class Visibility:
             positions = self.visible([labels(item) for item in items], option, labelled=True) or []
             cut.append([items[position] for position in positions])
         return cut
+
+
+@dataclass(frozen=True)
+class Labels:
+    """Items' ``readers``, checked once: each distinct label (None for an item without one) and each item's label by
+    number, so deciding what a set of principals may read costs one check per distinct label, not per item. A
+    ``Corpus`` keeps its own."""
+
+    classes: tuple[tuple[str, ...] | None, ...]
+    class_of: npt.NDArray[np.int32]
+
+    @property
+    def labelled(self) -> bool:
+        return any(label is not None for label in self.classes)
+
+    @classmethod
+    def of(cls, labels: Sequence[object], option: str) -> Labels:
+        """The labels of items given as each one's ``readers`` (``ABSENT`` where it has none), each checked: one that
+        is not a list of principal names is an ``InvalidReadersError`` naming its item."""
+        number: dict[object, int] = {}
+        classes: list[tuple[str, ...] | None] = []
+        class_of = np.empty(len(labels), dtype=np.int32)
+        for position, label in enumerate(labels):
+            if label is ABSENT:
+                key: object = ABSENT
+            else:
+                if hasattr(label, "tolist") and not isinstance(label, (str, bytes)):
+                    label = label.tolist()  # a list column of a pandas or NumPy frame
+                if not isinstance(label, (list, tuple)):
+                    raise InvalidReadersError(f"{option}[{position}].{READERS}", label, READERS_EXPECTED)
+                key = tuple(label)
+            try:
+                found = number.get(key)
+            except TypeError:  # an unhashable name: not a string
+                raise InvalidReadersError(f"{option}[{position}].{READERS}", label, READERS_EXPECTED) from None
+            if found is None:
+                checked = (
+                    None
+                    if key is ABSENT
+                    else tuple(_names(label, f"{option}[{position}].{READERS}", InvalidReadersError))
+                )
+                found = number[key] = len(classes)
+                classes.append(checked)
+            class_of[position] = found
+        return cls(tuple(classes), class_of)
 
 
 class _Absent:

@@ -21,8 +21,8 @@ from rag_integration.core.contract.request_options import FILTERS, TOP_K, read_m
 from rag_integration.core.contract.schema import STRING, Shape, passages_shape
 from rag_integration.core.contract.sources import CORPUS, QUERIES, Source
 from rag_integration.core.deadline import check_deadline
-from rag_integration.core.documents.corpus import Corpus, Document, corpus_fingerprint
-from rag_integration.core.documents.visibility import Visibility, label_of
+from rag_integration.core.documents.corpus import Corpus, Document, corpus_fingerprint, labels_of
+from rag_integration.core.documents.visibility import Visibility
 from rag_integration.core.errors import (
     GroundingError,
     RankingContractError,
@@ -73,7 +73,7 @@ class OrchestratorRequest:
         queries = read_queries(reader, data)
         given = read_corpus(reader, data)
         top_k = TOP_K.read(reader)
-        visible = Visibility.read(reader).visible([label_of(document.metadata) for document in given], "corpus")
+        visible = Visibility.read(reader).visible(labels_of(given, "corpus"), "corpus")
         corpus = given if visible is None else Corpus.part_of(given, visible)
         metadata_filter = read_metadata_filter(reader)
         kept = corpus if metadata_filter is None else metadata_filter.apply(corpus)

@@ -28,8 +28,8 @@ from rag_integration.core.contract.request_options import (
 from rag_integration.core.contract.sources import CORPUS, QUERIES, Source
 from rag_integration.core.contract.spark import Shipment, answer_partitions
 from rag_integration.core.deadline import check_deadline
-from rag_integration.core.documents.corpus import Corpus, Document, MetadataFilter, corpus_fingerprint
-from rag_integration.core.documents.visibility import NO_PRINCIPALS, Visibility, label_of
+from rag_integration.core.documents.corpus import Corpus, Document, MetadataFilter, corpus_fingerprint, labels_of
+from rag_integration.core.documents.visibility import NO_PRINCIPALS, Visibility
 from rag_integration.core.indexes.cache import INDEX_CACHE, VIEW_CACHE, IndexKey, building_view
 from rag_integration.core.indexes.retention import KEEP_VERSIONS
 from rag_integration.core.options import OptionReader, option_keys
@@ -142,7 +142,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         """Rows for every query, ranked over the documents and index ``open_index`` gives, or over the part of them
         the request's principals may read (``open_view``)."""
         documents, index = cls.open_index(request, settings)
-        visible = request.visibility.visible([label_of(document.metadata) for document in documents], CORPUS_OPTION)
+        visible = request.visibility.visible(labels_of(documents, CORPUS_OPTION), CORPUS_OPTION)
         if visible is not None:
             documents, index = cls.open_view(documents, index, visible, settings)
 
