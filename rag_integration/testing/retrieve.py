@@ -66,6 +66,14 @@ class RetrieveContractTests(CorpusContractKit):
                 "explain": True,
             },
             {"query_text": "cat", "corpus": []},
+            {
+                "queries_source": kit_rows_feature(["engine oil car", "moon tide", "cat dog"]),
+                "corpus": [
+                    dict(doc, readers=["eng"] if position % 2 else ["*"]) for position, doc in enumerate(CORPUS)
+                ],
+                "principals": ["eng", "alice"],
+                "top_k": 3,
+            },
         ]
 
     @classmethod
