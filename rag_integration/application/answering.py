@@ -14,7 +14,7 @@ from mloda.user import Feature, Options
 from rag_integration.application.answers import MAX_QUESTIONS_BYTES, Answer, answer_of, read_questions
 from rag_integration.application.arguments import backend, choose
 from rag_integration.application.notes import FILES_CACHE_STORES, NO_DOCUMENTS, RunNotes, files_cache_dir
-from rag_integration.application.requests import check_flashrank_dir, reranked, retrieval
+from rag_integration.application.requests import check_flashrank_dir, naming_principals, reranked, retrieval
 from rag_integration.core.contract.run import run_features
 from rag_integration.core.documents.files import read_named_file
 from rag_integration.core.errors import ArgumentError
@@ -106,7 +106,7 @@ def ask_all(
         answer_options["principals"] = list(principals)
     if "sentence_model" in generator.declared_options():
         answer_options["sentence_model"] = sentence_model
-    with progress_display(progress), notes.reading_files():
+    with progress_display(progress), notes.reading_files(), naming_principals():
         answer_feature = Feature("generated_answer", options=Options(context=answer_options))
         columns = run_features([answer_feature, passages], {*request.groups, generator})
     if index_dir is None and cache:

@@ -3,7 +3,8 @@ indexed in the run, optionally reranked; built from plain arguments, checked bef
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from mloda.user import Feature, Options
 
 from rag_integration.application.arguments import backend, check_paths, choose, chunkers
 from rag_integration.application.notes import RunNotes, files_cache_dir
+from rag_integration.core.documents.visibility import PrincipalsRequiredError
 from rag_integration.core.errors import ArgumentError, ConnectorError
 from rag_integration.core.extras import modules_installed
 from rag_integration.core.indexes.embedders import get_embedder
@@ -136,3 +138,14 @@ def file_options(paths: Sequence[Path], chunker: str) -> dict[str, Any]:
     if chunker != "none":
         options["chunker"] = chunker
     return options
+
+
+@contextlib.contextmanager
+def naming_principals() -> Iterator[None]:
+    """A run over documents that say who may read them, asked without principals: the caller's usage error."""
+    try:
+        yield
+    except PrincipalsRequiredError as error:
+        raise ArgumentError(
+            "principals", "the documents say who may read them (readers): name who is asking with {principals}"
+        ) from error

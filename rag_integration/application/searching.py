@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_integration.application.notes import FILES_CACHE_STORES, NO_DOCUMENTS, RunNotes, files_cache_dir
-from rag_integration.application.requests import check_flashrank_dir, reranked, retrieval
+from rag_integration.application.requests import check_flashrank_dir, naming_principals, reranked, retrieval
 from rag_integration.core.contract.run import run_features
 from rag_integration.core.indexes.retention import prune_index_stores
 from rag_integration.core.progress import progress_display
@@ -70,7 +70,7 @@ def search(
             request.options["return_metadata"] = True
     if explain:
         request.options["explain"] = True
-    with progress_display(progress), notes.reading_files():
+    with progress_display(progress), notes.reading_files(), naming_principals():
         columns = run_features([request.as_feature(show_progress=progress)], request.groups)
     if index_dir is None and cache:
         prune_index_stores(files_cache_dir(), keep=FILES_CACHE_STORES)

@@ -17,7 +17,7 @@ from rag_integration.application import ArgumentError, ConnectorError, RunNotes
 PROG = "rag-integration"
 
 POSITIONAL = {"paths": "PATHS", "question": "QUESTION", "target": "TARGET"}
-FLAGS = {"backend_name": "--backend"}
+FLAGS = {"backend_name": "--backend", "principals": "--principal"}
 """Application argument names the command line spells otherwise than ``--name-with-dashes``."""
 
 
