@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -62,3 +63,14 @@ def best_time(run: Callable[[], Any], repeats: int) -> float:
         run()
         times.append(time.perf_counter() - started)
     return min(times)
+
+
+def median_seconds(action: Callable[[], Any], before: Callable[[], None] = lambda: None, repeats: int = 5) -> float:
+    """The median of ``repeats`` timed runs of ``action``, in seconds, ``before`` run untimed ahead of each."""
+    timings = []
+    for _ in range(repeats):
+        before()
+        started = time.perf_counter()
+        action()
+        timings.append(time.perf_counter() - started)
+    return statistics.median(timings)

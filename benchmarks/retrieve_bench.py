@@ -13,13 +13,11 @@
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from _common import raw_bm25s, synthetic_corpus
+from _common import median_seconds, raw_bm25s, synthetic_corpus
 from mloda.provider import FeatureGroup, FeatureSet
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
@@ -79,24 +77,14 @@ def run(options: Mapping[str, Any], *groups: type[FeatureGroup]) -> Any:
     )
 
 
-def seconds(action: Callable[[], Any], before: Callable[[], None] = lambda: None, repeats: int = REPEATS) -> float:
-    timings = []
-    for _ in range(repeats):
-        before()
-        started = time.perf_counter()
-        action()
-        timings.append(time.perf_counter() - started)
-    return statistics.median(timings)
-
-
 def main() -> int:
     corpus, queries = synthetic_corpus(DOCUMENTS, QUERIES, VOCABULARY)
     run({"retrieve_backend": "bm25s", "query_text": "warm up", "corpus": corpus[:50]}, Bm25sRetriever)
     run({"retrieve_backend": "noop", "query_text": "warm up", "corpus": corpus[:50]}, DoNothingRetriever)
 
     batch = {"retrieve_backend": "bm25s", "query_text": queries, "corpus": corpus, "top_k": 10}
-    raw_cold = seconds(lambda: raw_bm25s(corpus, queries))
-    ours_cold = seconds(lambda: run(batch, Bm25sRetriever), before=forget_built)
+    raw_cold = median_seconds(lambda: raw_bm25s(corpus, queries))
+    ours_cold = median_seconds(lambda: run(batch, Bm25sRetriever), before=forget_built)
     print(f"corpus: {DOCUMENTS} documents, {QUERIES} queries, median of {REPEATS} cold runs")
     print(f"(a) raw bm25s tokenize+index+batched retrieve: {raw_cold:.3f} s")
     print(f"    connector, one cold run_all (100 queries):  {ours_cold:.3f} s   ratio {ours_cold / raw_cold:.2f}x")
@@ -104,8 +92,8 @@ def main() -> int:
     single = {"retrieve_backend": "bm25s", "query_text": queries[0], "corpus": corpus, "top_k": 10}
     run(single, Bm25sRetriever)
     builds = INDEX_CACHE.stats.builds
-    ours_warm = seconds(lambda: run(single, Bm25sRetriever), repeats=10)
-    floor = seconds(lambda: run(dict(single, retrieve_backend="noop"), DoNothingRetriever), repeats=10)
+    ours_warm = median_seconds(lambda: run(single, Bm25sRetriever), repeats=10)
+    floor = median_seconds(lambda: run(dict(single, retrieve_backend="noop"), DoNothingRetriever), repeats=10)
     rebuilt = INDEX_CACHE.stats.builds - builds
     print(f"(b) do-nothing FeatureGroup, same options, median of 10: {floor:.3f} s")
     print(
@@ -115,7 +103,7 @@ def main() -> int:
 
     InMemoryCorpus.documents = corpus
     sourced = {"retrieve_backend": "bm25s", "query_text": queries, "corpus_source": "bench_corpus", "top_k": 10}
-    ours_sourced = seconds(lambda: run(sourced, Bm25sRetriever, InMemoryCorpus), before=forget_built)
+    ours_sourced = median_seconds(lambda: run(sourced, Bm25sRetriever, InMemoryCorpus), before=forget_built)
     print(
         f"(c) connector, one cold run_all, corpus from an upstream feature: {ours_sourced:.3f} s"
         f"   ratio {ours_sourced / raw_cold:.2f}x"
@@ -123,11 +111,13 @@ def main() -> int:
 
     wrapped = Corpus(corpus)
     batch_wrapped = dict(batch, corpus=wrapped)
-    ours_cold_wrapped = seconds(lambda: run(batch_wrapped, Bm25sRetriever), before=forget_built)
+    ours_cold_wrapped = median_seconds(lambda: run(batch_wrapped, Bm25sRetriever), before=forget_built)
     single_wrapped = dict(single, corpus=wrapped)
     run(single_wrapped, Bm25sRetriever)
-    ours_warm_wrapped = seconds(lambda: run(single_wrapped, Bm25sRetriever), repeats=10)
-    floor_wrapped = seconds(lambda: run(dict(single_wrapped, retrieve_backend="noop"), DoNothingRetriever), repeats=10)
+    ours_warm_wrapped = median_seconds(lambda: run(single_wrapped, Bm25sRetriever), repeats=10)
+    floor_wrapped = median_seconds(
+        lambda: run(dict(single_wrapped, retrieve_backend="noop"), DoNothingRetriever), repeats=10
+    )
     print(
         f"(d) corpus as rag_integration.Corpus: cold batched run_all {ours_cold_wrapped:.3f} s"
         f"   ratio {ours_cold_wrapped / raw_cold:.2f}x of raw bm25s"

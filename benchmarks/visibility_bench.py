@@ -11,13 +11,13 @@ the first request of a principal set, which makes its view from the analysed cor
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
-from _common import synthetic_corpus
+from _common import median_seconds, synthetic_corpus
 from mloda.user import Feature, Options, PluginCollector, mlodaAPI
 from mloda.user.python_dict import PythonDictFramework
 
@@ -42,18 +42,6 @@ def run(options: Mapping[str, Any]) -> Any:
     )
 
 
-def median_seconds(
-    action: Callable[[], Any], repeats: int = REPEATS, before: Callable[[], None] = lambda: None
-) -> float:
-    timings = []
-    for _ in range(repeats):
-        before()
-        started = time.perf_counter()
-        action()
-        timings.append(time.perf_counter() - started)
-    return statistics.median(timings)
-
-
 def main() -> int:
     documents, queries = synthetic_corpus(DOCUMENTS, QUERIES, VOCABULARY)
     plain = Corpus(documents)
@@ -66,9 +54,9 @@ def main() -> int:
     print(f"corpus: {DOCUMENTS} documents in {GROUPS} groups; the caller reads 2 groups (a tenth)")
     print(f"both indexes and the view built in {time.perf_counter() - started:.1f} s (not timed below)")
 
-    for label, query in (("(a) one query", queries[0]), (f"(b) {QUERIES} queries in one request", queries)):
-        base = median_seconds(lambda query=query: run({**without, "query_text": query}))
-        seen = median_seconds(lambda query=query: run({**with_principals, "query_text": query}))
+    for label, query in (("(a) one query", [queries[0]]), (f"(b) {QUERIES} queries in one request", queries)):
+        base = median_seconds(partial(run, {**without, "query_text": query}), repeats=REPEATS)
+        seen = median_seconds(partial(run, {**with_principals, "query_text": query}), repeats=REPEATS)
         print(f"{label}: without principals {base:.4f} s, with {seen:.4f} s   ratio {seen / base:.2f}x")
 
     analysed = ANALYSIS_MEMO.stats.analysed
