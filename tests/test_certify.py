@@ -174,6 +174,7 @@ def test_the_example_fixture_passes_every_check_from_the_command_line(tmp_path: 
         "Bm25sRetriever::fixture[bm25s_cats]",
         "Bm25sRetriever::replay[bm25s_cats]",
         "Bm25sRetriever::invalid_requests",
+        "Bm25sRetriever::visibility",
         "Bm25sRetriever::deadline[default]",
         "Bm25sRetriever::secret",
     ]
@@ -184,7 +185,7 @@ def test_the_example_fixture_passes_every_check_from_the_command_line(tmp_path: 
     assert deadline["profile"] == "default" and deadline["budget_ms"] == 5000
     assert deadline["warm_ms"] <= deadline["budget_ms"] and deadline["cold_ms"] > 0
     assert checks["Bm25sRetriever::secret"]["status"] == "skip"  # bm25s declares no secret
-    assert document["summary"] == {"total": 5, "pass": 4, "fail": 0, "skip": 1, "pytest_exit_code": None}
+    assert document["summary"] == {"total": 6, "pass": 5, "fail": 0, "skip": 1, "pytest_exit_code": None}
     assert "PASS  Bm25sRetriever::replay[bm25s_cats]" in result.stdout
 
 
