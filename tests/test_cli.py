@@ -477,4 +477,26 @@ def test_principal_limits_search_and_ask_over_an_index_of_labelled_documents(tmp
     )
     assert as_nobody.exit_code == 0 and "approved" not in as_nobody.output, as_nobody.output
     anonymous = RUNNER.invoke(app, search)
-    assert anonymous.exit_code != 0 and "principal" in anonymous.output
+    assert anonymous.exit_code == 2 and "--principal" in anonymous.output
+
+
+def test_unlabelled_documents_among_labelled_ones_are_hidden_unless_public(tmp_path: Path) -> None:
+    documents = tmp_path / "docs"
+    documents.mkdir()
+    records = [
+        {"doc_id": "pay", "text": "Salaries are reviewed every March.", "readers": ["hr"]},
+        {"doc_id": "canteen", "text": "The canteen serves soup every March."},
+    ]
+    (documents / "team.jsonl").write_text("\n".join(json.dumps(record) for record in records), encoding="utf-8")
+    store = tmp_path / "store"
+    assert (
+        RUNNER.invoke(app, ["index", str(documents), "--index-dir", str(store), "--embedding-model", "hash"]).exit_code
+        == 0
+    )
+    search = ["search", "March soup salaries", "--index-dir", str(store), "--json", "--principal", "hr"]
+    for extra, expected in (([], {"pay"}), (["--unlabelled", "public"], {"pay", "canteen"})):
+        found = RUNNER.invoke(app, [*search, *extra])
+        assert found.exit_code == 0, found.output
+        assert {passage["doc_id"].split("#")[0] for passage in json.loads(found.stdout)[0]["passages"]} == expected
+    refused = RUNNER.invoke(app, [*search, "--unlabelled", "everyone"])
+    assert refused.exit_code == 2 and "--unlabelled" in refused.output

@@ -14,7 +14,13 @@ from mloda.user import Feature, Options
 from rag_integration.application.answers import MAX_QUESTIONS_BYTES, Answer, answer_of, read_questions
 from rag_integration.application.arguments import backend, choose
 from rag_integration.application.notes import FILES_CACHE_STORES, NO_DOCUMENTS, RunNotes, files_cache_dir
-from rag_integration.application.requests import check_flashrank_dir, naming_principals, reranked, retrieval
+from rag_integration.application.requests import (
+    check_flashrank_dir,
+    naming_principals,
+    reranked,
+    retrieval,
+    visibility_options,
+)
 from rag_integration.core.contract.run import run_features
 from rag_integration.core.documents.files import read_named_file
 from rag_integration.core.errors import ArgumentError
@@ -61,6 +67,7 @@ def ask_all(
     cache: bool = True,
     notes: RunNotes | None = None,
     principals: Sequence[str] | None = None,
+    unlabelled: str = "hidden",
 ) -> AskResult:
     """Answer ``questions`` from ``files`` (read, chunked and indexed by ``backend_name``) or the store in
     ``index_dir``, optionally reranked, by the ``generate`` backend, in one run. ``notes`` (filled as the run goes,
@@ -85,6 +92,7 @@ def ask_all(
         notes=notes,
         language=language,
         principals=principals,
+        unlabelled=unlabelled,
     )
     request.options["return_metadata"] = True  # where each cited passage comes from
     check_flashrank_dir(rerank, flashrank_model_dir)
@@ -102,8 +110,7 @@ def ask_all(
         "show_progress": progress,
         **{key: value for key, value in llm.items() if value is not None},
     }
-    if principals is not None:
-        answer_options["principals"] = list(principals)
+    answer_options |= visibility_options(principals, unlabelled)
     if "sentence_model" in generator.declared_options():
         answer_options["sentence_model"] = sentence_model
     with progress_display(progress), notes.reading_files(), naming_principals():

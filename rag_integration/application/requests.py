@@ -52,14 +52,14 @@ def retrieval(
     notes: RunNotes,
     language: str | None = None,
     principals: Sequence[str] | None = None,
+    unlabelled: str = "hidden",
 ) -> Request:
     """``retrieved_passages`` over a store (``index_dir``) or over ``files`` read, chunked and indexed by
     ``backend_name``."""
     if (index_dir is None) == (not files):
         raise ArgumentError("index_dir / files", "give either {index_dir} or {files}")
     options: dict[str, Any] = {"query_text": list(queries), "top_k": top_k}
-    if principals is not None:
-        options["principals"] = list(principals)  # every step of the run reads only what they may read
+    options |= visibility_options(principals, unlabelled)  # every step of the run reads only what they may read
     if index_dir is not None:
         notes.warn_if_stale(index_dir, name_files=principals is None)
         model = embedding_model or store_model(index_dir)
@@ -99,8 +99,7 @@ def reranked(
         "candidates_source": candidates,
         "top_k": top_k,
     }
-    if "principals" in request.options:
-        options["principals"] = request.options["principals"]
+    options |= {key: request.options[key] for key in VISIBILITY_KEYS if key in request.options}
     if flashrank_model_dir is not None:
         options["flashrank_model_dir"] = str(flashrank_model_dir)
     if language is not None and "language" in reranker.declared_options():
@@ -138,6 +137,18 @@ def file_options(paths: Sequence[Path], chunker: str) -> dict[str, Any]:
     if chunker != "none":
         options["chunker"] = chunker
     return options
+
+
+VISIBILITY_KEYS = ("principals", "unlabelled")
+
+
+def visibility_options(principals: Sequence[str] | None, unlabelled: str) -> dict[str, Any]:
+    """The options that limit a run to what ``principals`` may read; documents without ``readers`` among labelled
+    ones are read by nobody, or by everyone with ``unlabelled="public"``."""
+    choose("unlabelled", unlabelled, ("hidden", "public"))
+    if principals is None:
+        return {}
+    return {"principals": list(principals), "unlabelled": unlabelled}
 
 
 @contextlib.contextmanager

@@ -44,6 +44,7 @@ def search(
     cache: bool = True,
     notes: RunNotes | None = None,
     principals: Sequence[str] | None = None,
+    unlabelled: str = "hidden",
 ) -> SearchResult:
     """Rank the passages of ``files`` (read, chunked and indexed by ``backend_name``) or of the store in
     ``index_dir`` for every query, optionally reranked; ``metadata`` adds where each passage comes from, ``explain``
@@ -60,6 +61,7 @@ def search(
         cache=cache,
         notes=notes,
         principals=principals,
+        unlabelled=unlabelled,
     )
     if metadata:
         request.options["return_metadata"] = True

@@ -19,6 +19,7 @@ from rag_integration.cli.base import (
     FlashRankDirOption,
     PrincipalOption,
     ProgressOption,
+    UnlabelledOption,
     VerboseOption,
     app,
     show_notes,
@@ -75,6 +76,7 @@ def ask(
     progress: ProgressOption = True,
     cache: CacheOption = True,
     principal: PrincipalOption = None,
+    unlabelled: UnlabelledOption = "hidden",
 ) -> int:
     """Answer a question from your files (--files) or a persisted index (--index-dir): the answer with its [n]
     markers, then each cited source with its file, chunk, page or lines and the sentence quoted from it (with
@@ -106,6 +108,7 @@ def ask(
             cache=cache,
             notes=notes,
             principals=principal,
+            unlabelled=unlabelled,
         )
     finally:
         show_notes(notes, verbose)

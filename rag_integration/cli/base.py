@@ -112,6 +112,13 @@ PrincipalOption = Annotated[
         "are used. Required when the documents carry 'readers'",
     ),
 ]
+UnlabelledOption = Annotated[
+    str,
+    typer.Option(
+        help="with --principal, who reads a document without 'readers' among labelled ones: 'hidden' (nobody) or "
+        "'public' (everyone)"
+    ),
+]
 FILE_TYPES = ".txt, .md, .rst, .html, .htm, .pdf, .docx (extra docx), .jsonl, .csv"
 """The file types the files source reads (its ``SUFFIXES``), as the help names them."""
 FlashRankDirOption = Annotated[

@@ -19,6 +19,7 @@ from rag_integration.cli.base import (
     FlashRankDirOption,
     PrincipalOption,
     ProgressOption,
+    UnlabelledOption,
     VerboseOption,
     app,
     show_notes,
@@ -106,6 +107,7 @@ def search_command(
         bool, typer.Option(help="say why each passage ranked: its explanation in --json, a 'why' column otherwise")
     ] = False,
     principal: PrincipalOption = None,
+    unlabelled: UnlabelledOption = "hidden",
 ) -> int:
     """Search a persisted index (--index-dir) or files (--files) with one batched request for all queries. With
     --files, what one search embedded and analysed is kept in the user cache folder, so the next search over the
@@ -128,6 +130,7 @@ def search_command(
             cache=cache,
             notes=notes,
             principals=principal,
+            unlabelled=unlabelled,
         )
     finally:
         show_notes(notes, verbose)
