@@ -12,8 +12,8 @@ from typing import Any
 from rag_integration.core.documents.corpus import Document, read_documents, text_digests
 from rag_integration.core.documents.source_record import move_record
 from rag_integration.core.errors import ArgumentError
+from rag_integration.core.indexes.cache import INDEX_CACHE, VIEW_CACHE
 from rag_integration.core.indexes.embedding_memo import EMBEDDING_MEMO, text_key
-from rag_integration.core.indexes.memory import forget_built
 from rag_integration.core.indexes.retention import prune_index_stores
 from rag_integration.core.indexes.store import current_version, live_version_name, remove_store
 from rag_integration.core.indexes.term_counts import ANALYSIS_MEMO
@@ -105,7 +105,8 @@ def forget(
     texts = sorted({corpus[position].text for position in gone} - live_texts)
     vector_keys = {text_key(text) for text in texts}
     analysis_keys = set(text_digests([Document("", text) for text in texts]))
-    forget_built()
+    INDEX_CACHE.clear()  # built indexes hold the texts' words and vectors; the memos drop just those texts below
+    VIEW_CACHE.clear()
     return ForgetReport(
         index_dir=folder,
         forgotten=len(gone),

@@ -116,6 +116,8 @@ class Labels:
     def of(cls, labels: Sequence[object], option: str) -> Labels:
         """The labels of items given as each one's ``readers`` (``ABSENT`` where it has none), each checked: one that
         is not a list of principal names is an ``InvalidReadersError`` naming its item."""
+        if all(label is ABSENT for label in labels):  # unlabelled data, every request's case: nothing to number
+            return cls((None,) if labels else (), np.zeros(len(labels), dtype=np.int32))
         number: dict[object, int] = {}
         classes: list[tuple[str, ...] | None] = []
         class_of = np.empty(len(labels), dtype=np.int32)
