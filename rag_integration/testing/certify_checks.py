@@ -33,6 +33,7 @@ from rag_integration.core.errors import (
 from rag_integration.core.indexes.memory import forget_built
 from rag_integration.core.options import option_specs
 from rag_integration.testing.certify_fixtures import DOCUMENT_LISTS, FAMILY_INPUTS, Fixture
+from rag_integration.testing.graph_rag import edge_ends
 from rag_integration.testing.kit import ContractKit, KitItemRows
 from rag_integration.testing.runner import query_and_corpus_errors, run_feature, run_in_fresh_process
 
@@ -308,7 +309,7 @@ def visibility_check(subject: Subject, fixture: Fixture) -> Check:
         if "edges" in fixture.inputs:
             names = {str(item["doc_id"]) for item in readable}
             plain["edges"] = [
-                edge for edge in fixture.inputs["edges"] if {str(end) for end in _edge_ends(edge)} <= names
+                edge for edge in fixture.inputs["edges"] if {str(end) for end in edge_ends(edge)} <= names
             ]
         hidden = {str(item["doc_id"]) for item in items[1::2]} if key in DOCUMENT_LISTS else set()
         details["readable"], details["hidden"] = len(readable), len(items) - len(readable)
@@ -334,10 +335,6 @@ def visibility_check(subject: Subject, fixture: Fixture) -> Check:
 
 VISIBLE_TO = "certify-reader"
 HIDDEN_FROM = "certify-other"
-
-
-def _edge_ends(edge: Any) -> tuple[Any, Any]:
-    return (edge.get("source"), edge.get("target")) if isinstance(edge, Mapping) else (edge[0], edge[1])
 
 
 def _close(got: Any, want: Any) -> bool:

@@ -51,7 +51,8 @@ TRIPLES: list[list[str]] = [
 ROW_KEYS = {"doc_id", "text", "score", "rank"}
 
 
-def _endpoints(edge: Any) -> tuple[str, str]:
+def edge_ends(edge: Any) -> tuple[Any, Any]:
+    """The two node ids of an edge given as a ``{"source", "target"}`` dict or a ``[source, target]`` pair."""
     return (edge["source"], edge["target"]) if isinstance(edge, dict) else (edge[0], edge[1])
 
 
@@ -136,7 +137,7 @@ class GraphRagContractTests(ContractKit):
         got = self.rank(query_text=queries, nodes=nodes, edges=EDGES, principals=principals, top_k=6)
         visible = readable(nodes, principals)
         names = {node["doc_id"] for node in visible}
-        edges = [edge for edge in EDGES if set(_endpoints(edge)) <= names]
+        edges = [edge for edge in EDGES if set(edge_ends(edge)) <= names]
         assert got == self.rank(query_text=queries, nodes=visible, edges=edges, top_k=6)
         with pytest.raises(PrincipalsRequiredError, match="principals"):
             self.rank(query_text=queries, nodes=nodes, edges=EDGES)
