@@ -17,9 +17,16 @@ SEED = 20261130
 
 
 def synthetic_corpus(
-    documents: int, queries: int, vocabulary: int, seed: int = SEED
+    documents: int,
+    queries: int,
+    vocabulary: int,
+    seed: int = SEED,
+    exponent: float = 1.0,
+    document_words: tuple[int, int] = (30, 80),
+    query_words: tuple[int, int] = (2, 6),
 ) -> tuple[list[dict[str, str]], list[str]]:
-    """Documents of 30-80 words and queries of 2-6 words drawn with Zipf-like (1/rank) word frequencies.
+    """Documents of 30-80 words and queries of 2-6 words (by default) drawn with Zipf word frequencies
+    (1/rank**exponent).
 
     Zipf frequencies give BM25 realistic postings (a few huge, most short) and realistic score ties; a fixed seed
     makes every run, and every benchmark subprocess, see the same data.
@@ -30,16 +37,17 @@ def synthetic_corpus(
     words = words[:vocabulary]
     generator.shuffle(words)
     # Cumulative weights once instead of per call: the same draws as ``weights=``, without O(vocabulary) per document.
-    cumulative = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(vocabulary)))
+    cumulative = list(itertools.accumulate(1.0 / (rank + 1) ** exponent for rank in range(vocabulary)))
     corpus = [
         {
             "doc_id": f"doc-{number:05d}",
-            "text": " ".join(generator.choices(words, cum_weights=cumulative, k=generator.randint(30, 80))),
+            "text": " ".join(generator.choices(words, cum_weights=cumulative, k=generator.randint(*document_words))),
         }
         for number in range(documents)
     ]
     texts = [
-        " ".join(generator.choices(words, cum_weights=cumulative, k=generator.randint(2, 6))) for _ in range(queries)
+        " ".join(generator.choices(words, cum_weights=cumulative, k=generator.randint(*query_words)))
+        for _ in range(queries)
     ]
     return corpus, texts
 

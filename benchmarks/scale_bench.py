@@ -1,10 +1,11 @@
 """Retrieve at scale: the bm25s connector against raw bm25s in time and peak memory, each run in its own process.
 
-    uv run --all-extras python benchmarks/scale_bench.py [--size small|large|both] [--quick] [--only-threads N] [--no-spark]
+    uv run --all-extras python benchmarks/scale_bench.py [--size small|large|dense|both] [--quick] [--only-threads N] [--no-spark]
 
 small is 50,000 documents x 20,000 queries, large 200,000 x 100,000 (default: both); ``--quick`` is 2,000 x 500,
-a smoke test. Documents (30-80 words) and queries (2-6 words) are drawn Zipf-like from a 20,000-word vocabulary
-with a fixed seed, written to a file once and read by every measured subprocess, so each process's peak RSS
+a smoke test. Documents (30-80 words) and queries (2-6 words) are drawn Zipf-like from a 20,000-word vocabulary;
+dense is 50,000 x 20,000 with documents of 30-60 words and queries of 3-6 from 5,000 words (Zipf 1.07). All use
+a fixed seed, written to a file once and read by every measured subprocess, so each process's peak RSS
 (``ru_maxrss``) is its own. A process loads the data, runs the same request over one document and one query (the
 fixed cost: imports, mloda's first ``run_all``), then measures tokenize + index + one batched top-10 retrieve of
 every query:
@@ -41,8 +42,21 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
-SIZES = {"quick": (2_000, 500), "small": (50_000, 20_000), "large": (200_000, 100_000)}
-VOCABULARY = 20_000
+SHAPES: dict[str, dict[str, Any]] = {
+    "quick": {"documents": 2_000, "queries": 500, "vocabulary": 20_000},
+    "small": {"documents": 50_000, "queries": 20_000, "vocabulary": 20_000},
+    "large": {"documents": 200_000, "queries": 100_000, "vocabulary": 20_000},
+    "dense": {
+        "documents": 50_000,
+        "queries": 20_000,
+        "vocabulary": 5_000,
+        "exponent": 1.07,
+        "document_words": (30, 60),
+        "query_words": (3, 6),
+    },
+}
+"""dense is issue 34's shape: a 5,000-word vocabulary, so most documents hold a query's frequent words and nearly
+every score of a query is positive (selection and scoring, not postings, are what cost)."""
 TOP_K = 10
 
 
@@ -186,10 +200,11 @@ def measure(mode: str, data: Path, threads: int, repeat: int, python: str) -> di
 def bench(size: str, folder: Path, repeat: int, lean: str | None, threads_only: int | None, spark: bool) -> None:
     from _common import synthetic_corpus
 
-    documents, queries = SIZES[size]
+    shape = SHAPES[size]
+    documents, queries = shape["documents"], shape["queries"]
     data = folder / f"{size}.pickle"
     with open(data, "wb") as handle:
-        pickle.dump(synthetic_corpus(documents, queries, VOCABULARY), handle, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump(synthetic_corpus(**shape), handle, protocol=pickle.HIGHEST_PROTOCOL)
     everything = os.cpu_count() or 1
     print(f"\n{size}: {documents:,} documents x {queries:,} queries, top {TOP_K}, {everything} cores")
     full = sys.executable
@@ -225,7 +240,7 @@ def bench(size: str, folder: Path, repeat: int, lean: str | None, threads_only: 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", choices=["small", "large", "both"], default="both")
+    parser.add_argument("--size", choices=["small", "large", "dense", "both"], default="both")
     parser.add_argument("--quick", action="store_true", help="one tiny size, to smoke-test the script")
     parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the fastest is shown")
     parser.add_argument("--only-threads", type=int, help="measure this thread count only (default: 1 and all)")

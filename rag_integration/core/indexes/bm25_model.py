@@ -23,9 +23,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     import scipy.sparse
 
-MAX_BLOCK_QUERIES = 64
-BLOCK_SCORES = 1 << 18
-"""Queries scored together on a thread: at most 64, and at most ~260k scores (2 MB) held per block."""
+QUERIES_PER_TASK = 64
+"""Queries one pool task scores: enough that handing out tasks costs nothing next to the scoring."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,7 @@ class Bm25Model:
     @functools.cached_property
     def term_document_matrix(self) -> scipy.sparse.csr_matrix:
         """bm25s's score arrays (one row of document scores per term) as a SciPy CSR matrix sharing their data,
-        made on the first threaded search or explanation and kept with the model."""
+        made on the first explanation and kept with the model."""
         sparse = require_module("scipy.sparse", "bm25s", "connectors")
         scores = self.retriever.scores
         shape = (len(scores["indptr"]) - 1, scores["num_docs"])
@@ -70,36 +69,17 @@ class Bm25Model:
 
     def search(self, query_ids: list[list[int]], depth: int, allowed: AllowedMask, threads: int) -> list[Hits]:
         """bm25s's scores of each query (its term ids, repeats kept), its top hits picked among the positive ones
-        (exactly bm25s's ranking at a fraction of its selection cost). On several threads, blocks of queries are
-        scored as one sparse product with the score matrix, which runs outside the GIL; the sums are added in the
-        same order, so the scores are bit for bit bm25s's."""
+        (exactly bm25s's ranking at a fraction of its selection cost). On several threads, slices of queries are
+        scored on a pool as raw bm25s does: the scoring and selection run mostly outside the GIL, and each score
+        is bm25s's own sum, so the hits do not depend on the thread count."""
         weight_mask = None if allowed is None else allowed.astype(np.float32)
-        if threads == 1 or self.nonoccurrence is not None:
-            score = self.retriever.get_scores_from_ids
-            return [best_positive_hits(score(ids, weight_mask=weight_mask), depth) if ids else [] for ids in query_ids]
-        matrix = self.term_document_matrix
-        size = max(1, min(MAX_BLOCK_QUERIES, BLOCK_SCORES // max(1, matrix.shape[1])))
-        blocks = [query_ids[start : start + size] for start in range(0, len(query_ids), size)]
+        score = self.retriever.get_scores_from_ids
+
+        def hits(block: list[list[int]]) -> list[Hits]:
+            return [best_positive_hits(score(ids, weight_mask=weight_mask), depth) if ids else [] for ids in block]
+
+        if threads == 1 or len(query_ids) <= QUERIES_PER_TASK:
+            return hits(query_ids)
+        blocks = [query_ids[start : start + QUERIES_PER_TASK] for start in range(0, len(query_ids), QUERIES_PER_TASK)]
         with ThreadPoolExecutor(max_workers=threads) as pool:
-            scored = pool.map(lambda block: _block_hits(matrix, block, depth, weight_mask), blocks)
-            return [hits for block_hits in scored for hits in block_hits]
-
-
-def _block_hits(
-    matrix: scipy.sparse.csr_matrix, block: list[list[int]], depth: int, weight_mask: npt.NDArray[np.float32] | None
-) -> list[Hits]:
-    """The hits of a block of queries (term ids, repeats kept) from one product of their term counts and the
-    matrix: each document's score is summed over the query's terms in query order, as bm25s sums it."""
-    pointers = np.zeros(len(block) + 1, dtype=np.int64)
-    np.cumsum([len(ids) for ids in block], out=pointers[1:])
-    terms = np.fromiter((token for ids in block for token in ids), dtype=np.int64, count=int(pointers[-1]))
-    counts = np.ones(len(terms), dtype=matrix.dtype)
-    product = type(matrix)((counts, terms, pointers), shape=(len(block), matrix.shape[0])) @ matrix
-    rows = product.indptr.tolist()
-    hits = []
-    for row in range(len(block)):
-        scores, documents = product.data[rows[row] : rows[row + 1]], product.indices[rows[row] : rows[row + 1]]
-        if weight_mask is not None:
-            scores = scores * weight_mask[documents]
-        hits.append(best_positive_hits(scores, depth, documents))
-    return hits
+            return [found for block_hits in pool.map(hits, blocks) for found in block_hits]

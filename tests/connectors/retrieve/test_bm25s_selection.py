@@ -35,6 +35,28 @@ def test_best_positive_hits_are_the_top_positive_scores(values: list[float], dep
     assert all(scores[position] == score for position, score in hits)
 
 
+@given(
+    st.integers(min_value=0, max_value=2**32 - 1),
+    st.integers(min_value=1, max_value=40),
+    st.integers(min_value=2_000, max_value=9_000),
+    st.floats(min_value=0.0, max_value=0.99),
+)
+@settings(max_examples=60, deadline=None)
+def test_the_block_bound_keeps_every_top_score_of_long_arrays(seed: int, depth: int, size: int, zeros: float) -> None:
+    """Long arrays go through the block-maximum bound: coarse values (ties everywhere), a share of zeros and
+    negatives, the best scores bunched in one block or spread out."""
+    generator = np.random.default_rng(seed)
+    scores = (np.round(generator.exponential(1.0, size) * 8) / 8 - 0.25).astype(np.float32)
+    scores[generator.random(size) < zeros] = 0.0
+    if seed % 2:
+        scores[: 3 * depth] = scores.max() + generator.integers(1, 4, size=3 * depth)
+    hits = best_positive_hits(scores, depth)
+    positive = sorted(scores[scores > 0].tolist(), reverse=True)
+    assert sorted((score for _, score in hits), reverse=True) == positive[:depth]
+    assert len({position for position, _ in hits}) == len(hits)
+    assert all(scores[position] == score for position, score in hits)
+
+
 def corpus(seed: int) -> tuple[list[dict[str, Any]], list[str]]:
     """Zipf-like documents with many equal lengths (so ties at the cut), some empty, and queries with unknown words."""
     generator = random.Random(seed)
