@@ -3,13 +3,20 @@ build from scratch rank alike."""
 
 from __future__ import annotations
 
+import functools
+import itertools
+import operator
+from typing import Any
+
 import bm25s
 import numpy as np
+import pytest
 import scipy.sparse
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from rag_integration.core.ranking.bm25_scores import TermCountArrays, bm25_scores
+from rag_integration.core.errors import IndexMismatchError
+from rag_integration.core.ranking.bm25_scores import CorpusStatistics, TermCountArrays, bm25_scores
 from rag_integration.feature_groups.connectors.retrieve.bm25s_retriever import BM25_METHODS
 
 corpora = st.lists(st.lists(st.integers(1, 12), max_size=15), min_size=1, max_size=25)
@@ -51,3 +58,48 @@ def test_the_arrays_are_bm25s_own(documents: list[list[int]], method: str, k1: f
     else:
         assert ours.nonoccurrence is not None
         assert ours.nonoccurrence.tobytes() == raw.nonoccurrence_array.tobytes()
+
+
+def by_document(arrays: Any, documents: int, vocabulary_size: int) -> scipy.sparse.csr_matrix:
+    matrix = scipy.sparse.csc_matrix((arrays.data, arrays.indices, arrays.indptr), shape=(documents, vocabulary_size))
+    return matrix.tocsr()
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    documents=corpora,
+    method=st.sampled_from(BM25_METHODS),
+    cuts=st.lists(st.integers(0, 25), max_size=4),
+    k1=st.floats(0.1, 3.0),
+    b=st.floats(0.0, 1.0),
+)
+def test_shards_scored_with_summed_statistics_are_the_rows_of_one_index(
+    documents: list[list[int]], method: str, cuts: list[int], k1: float, b: float
+) -> None:
+    """Cut a corpus anywhere (empty shards too): each shard scored with the sum of every shard's statistics holds,
+    bit for bit, its documents' rows of the index over the whole corpus, and the same absent-term weights."""
+    vocabulary_size = 13
+    whole = bm25_scores(counts_of(documents, vocabulary_size), method, k1, b)
+    bounds = [0, *sorted(min(cut, len(documents)) for cut in cuts), len(documents)]
+    shards = [documents[start:end] for start, end in itertools.pairwise(bounds)]
+    statistics = functools.reduce(
+        operator.add, (CorpusStatistics.of(counts_of(shard, vocabulary_size)) for shard in shards)
+    )
+    once = CorpusStatistics.of(counts_of(documents, vocabulary_size))
+    assert (statistics.document_count, statistics.total_length) == (once.document_count, once.total_length)
+    assert np.array_equal(statistics.frequencies, once.frequencies)
+    rows = by_document(whole, len(documents), vocabulary_size)
+    for (start, end), shard in zip(itertools.pairwise(bounds), shards, strict=True):
+        scored = bm25_scores(counts_of(shard, vocabulary_size), method, k1, b, statistics=statistics)
+        mine, expected = by_document(scored, len(shard), vocabulary_size), rows[start:end]
+        assert np.array_equal(mine.indptr, expected.indptr)
+        assert np.array_equal(mine.indices, expected.indices)
+        assert mine.data.tobytes() == expected.data.tobytes()
+        if whole.nonoccurrence is not None:
+            assert scored.nonoccurrence is not None
+            assert scored.nonoccurrence.tobytes() == whole.nonoccurrence.tobytes()
+
+
+def test_statistics_of_different_vocabularies_do_not_add() -> None:
+    with pytest.raises(IndexMismatchError, match="index_shards"):
+        CorpusStatistics.of(counts_of([[1]], 3)) + CorpusStatistics.of(counts_of([[1]], 4))

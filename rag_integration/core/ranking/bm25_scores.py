@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.extras import require_module
 
 if TYPE_CHECKING:
@@ -35,6 +36,40 @@ class TermCountArrays:
 
 
 @dataclass(frozen=True)
+class CorpusStatistics:
+    """What BM25 needs of a whole corpus beyond one document: its size, total length and each term's document
+    frequency. They add up over disjoint parts, so shards scored with the sum rank as one index over all of them."""
+
+    document_count: int
+    total_length: int
+    frequencies: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, counts: TermCountArrays, empty_term: int = 0) -> CorpusStatistics:
+        """The statistics of one corpus's counts, a document without terms counting ``empty_term`` once."""
+        _, terms, term_counts = _with_empty_term(counts, empty_term)
+        frequencies = np.bincount(terms, minlength=counts.vocabulary_size).astype(np.int64)
+        return cls(counts.document_count, int(term_counts.sum(dtype=np.int64)), frequencies)
+
+    def __add__(self, other: CorpusStatistics) -> CorpusStatistics:
+        if len(self.frequencies) != len(other.frequencies):
+            raise IndexMismatchError(
+                "index_shards",
+                len(other.frequencies),
+                f"statistics over {len(self.frequencies)} terms, as every shard's",
+            )
+        total = self.document_count + other.document_count
+        return CorpusStatistics(total, self.total_length + other.total_length, self.frequencies + other.frequencies)
+
+    @property
+    def average_length(self) -> np.float64:
+        """bm25s's average document length: the float64 mean of integer lengths, which is exactly this quotient."""
+        if not self.document_count:
+            return np.float64(np.nan)
+        return np.float64(self.total_length) / np.float64(self.document_count)
+
+
+@dataclass(frozen=True)
 class Bm25ScoreArrays:
     """bm25s's ``scores`` (a CSC matrix, one column of document scores per term) and its non-occurrence array."""
 
@@ -44,19 +79,31 @@ class Bm25ScoreArrays:
     nonoccurrence: npt.NDArray[np.float32] | None
 
 
-def bm25_scores(counts: TermCountArrays, method: str, k1: float, b: float, empty_term: int = 0) -> Bm25ScoreArrays:
+def bm25_scores(
+    counts: TermCountArrays,
+    method: str,
+    k1: float,
+    b: float,
+    empty_term: int = 0,
+    statistics: CorpusStatistics | None = None,
+) -> Bm25ScoreArrays:
     """bm25s's arrays for a corpus given by its term counts. A document without terms counts ``empty_term`` once,
-    as bm25s's tokenizer gives it the empty token."""
+    as bm25s's tokenizer gives it the empty token. With ``statistics`` (of a whole corpus these documents are part
+    of), the documents are scored as that corpus's rows: bit for bit the rows of one index over all of it."""
     scoring = require_module("bm25s.scoring", "bm25s", "connectors")
     sparse = require_module("scipy.sparse", "bm25s", "connectors")
     documents, vocabulary_size = counts.document_count, counts.vocabulary_size
     indptr, terms, term_counts = _with_empty_term(counts, empty_term)
     row_lengths = np.diff(indptr)
     lengths = np.add.reduceat(term_counts, indptr[:-1], dtype=np.int64) if len(terms) else row_lengths
-    average_length = lengths.mean() if documents else np.float64(np.nan)
-    frequencies = np.bincount(terms, minlength=vocabulary_size)
+    if statistics is None:
+        average_length = lengths.mean() if documents else np.float64(np.nan)
+        frequencies, corpus_size = np.bincount(terms, minlength=vocabulary_size), documents
+    else:
+        average_length, frequencies = statistics.average_length, statistics.frequencies
+        corpus_size = statistics.document_count
     compute_idf = scoring._select_idf_scorer(method)
-    idf = _per_frequency(frequencies, lambda df: compute_idf(df, N=documents))
+    idf = _per_frequency(frequencies, lambda df: compute_idf(df, N=corpus_size))
     length_norm = (1 - b) + b * lengths / average_length
     scores = _term_frequency_component(method, term_counts.astype(np.float32), length_norm, row_lengths, k1)
     scores *= idf[terms]
@@ -64,7 +111,7 @@ def bm25_scores(counts: TermCountArrays, method: str, k1: float, b: float, empty
     if method in NONOCCURRENCE_METHODS:
         score_tfc = scoring._select_tfc_scorer(method)
         absent = score_tfc(tf_array=0, l_d=average_length, l_avg=average_length, k1=k1, b=b, delta=BM25S_DELTA)
-        nonoccurrence = _per_frequency(frequencies, lambda df: compute_idf(df, N=documents) * absent)
+        nonoccurrence = _per_frequency(frequencies, lambda df: compute_idf(df, N=corpus_size) * absent)
         scores -= nonoccurrence[terms]
     by_document = sparse.csr_matrix((scores.astype(np.float32), terms, indptr), shape=(documents, vocabulary_size))
     by_term = by_document.tocsc()
