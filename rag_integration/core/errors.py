@@ -37,6 +37,18 @@ def short_repr(value: object) -> str:
 class ConnectorError(ValueError):
     """Base class of every error this package raises on purpose."""
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickled as its class, message and attributes, so an error raised on a Spark executor reaches the driver
+        as the same typed error (subclasses' constructors take other arguments than the message)."""
+        return (_restored_error, (type(self), str(self), dict(self.__dict__)))
+
+
+def _restored_error(kind: type[ConnectorError], message: str, attributes: dict[str, object]) -> ConnectorError:
+    error = kind.__new__(kind)
+    Exception.__init__(error, message)
+    error.__dict__.update(attributes)
+    return error
+
 
 class MissingOptionError(ConnectorError):
     """A required option is absent."""

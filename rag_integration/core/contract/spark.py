@@ -9,7 +9,7 @@ joined back by position.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -51,19 +51,30 @@ class Shipment:
 
 def answer_partitions(data: SparkFrame, shipment: Shipment) -> SparkFrame:
     """``data`` with the connector's answer column, computed per partition on the executors."""
+    broadcast = data.sparkSession.sparkContext.broadcast(shipment)
+
+    def answer(batch: pa.RecordBatch) -> pa.Table:
+        received: Shipment = broadcast.value
+        received.install()
+        return received.answer(batch)
+
+    return with_answer_column(data, shipment.connector.FEATURE_NAME, shipment.shape, answer)
+
+
+def with_answer_column(
+    data: SparkFrame, name: str, shape: Shape, answer: Callable[[pa.RecordBatch], pa.Table]
+) -> SparkFrame:
+    """``data`` with a column ``name`` of ``shape`` appended on the executors, batch by batch, by ``answer`` (which
+    returns the batch's table with the column): rows are never collected or joined back by position."""
     from pyspark.sql.pandas.types import from_arrow_type
     from pyspark.sql.types import StructField, StructType
 
-    name = shipment.connector.FEATURE_NAME
-    schema = StructType([*data.schema.fields, StructField(name, from_arrow_type(arrow_type(shipment.shape)), True)])
-    broadcast = data.sparkSession.sparkContext.broadcast(shipment)
+    schema = StructType([*data.schema.fields, StructField(name, from_arrow_type(arrow_type(shape)), True)])
 
-    def answer(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        received: Shipment = broadcast.value
-        received.install()
+    def answered(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            yield from received.answer(batch).to_batches()
+            yield from answer(batch).to_batches()
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=PYSPARK_PANDAS_WARNING, category=FutureWarning)
-        return data.mapInArrow(answer, schema)
+        return data.mapInArrow(answered, schema)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rag_integration.core.extras import require_module
-from rag_integration.core.ranking.bm25_scores import TermCountArrays, bm25_scores
+from rag_integration.core.ranking.bm25_scores import CorpusStatistics, TermCountArrays, bm25_scores
 from rag_integration.core.ranking.passages import AllowedMask, Hits, best_positive_hits
 
 if TYPE_CHECKING:
@@ -35,11 +35,18 @@ class Bm25Model:
 
     @classmethod
     def from_counts(
-        cls, counts: TermCountArrays, vocabulary: dict[str, int], method: str, k1: float, b: float
+        cls,
+        counts: TermCountArrays,
+        vocabulary: dict[str, int],
+        method: str,
+        k1: float,
+        b: float,
+        statistics: CorpusStatistics | None = None,
     ) -> Bm25Model:
-        """bm25s's model of these counts, its score matrix bit for bit as ``bm25s.BM25.index`` makes it."""
+        """bm25s's model of these counts, its score matrix bit for bit as ``bm25s.BM25.index`` makes it (given the
+        ``statistics`` of a corpus they are a shard of, its rows of the whole corpus's matrix)."""
         library = require_module("bm25s", "bm25s", "connectors")
-        scores = bm25_scores(counts, method, k1, b)
+        scores = bm25_scores(counts, method, k1, b, statistics=statistics)
         retriever = library.BM25(k1=k1, b=b, method=method)
         retriever.scores = {
             "data": scores.data,

@@ -185,7 +185,7 @@ class IndexCache:
             else:
                 with (
                     step(f"building the {key.backend} index"),
-                    _building_into(index_dir),
+                    keeping_in(index_dir),
                     keeping_versions(versions),
                 ):
                     index = build()
@@ -331,7 +331,8 @@ _INDEX_DIR: contextvars.ContextVar[Path | None] = contextvars.ContextVar("rag_in
 
 
 @contextlib.contextmanager
-def _building_into(index_dir: str | os.PathLike[str] | None) -> Iterator[None]:
+def keeping_in(index_dir: str | os.PathLike[str] | None) -> Iterator[None]:
+    """Builds inside keep what a later build can reuse in ``index_dir`` (``building_into``)."""
     token = _INDEX_DIR.set(None if index_dir is None else Path(index_dir))
     try:
         yield

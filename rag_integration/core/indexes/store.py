@@ -296,6 +296,14 @@ def current_version(folder: Path, option: str = "index_dir") -> StoredVersion | 
         raise _mismatch(option, folder, f"a readable {POINTER_FILE} file ({error})") from error
     if not _VERSION_NAME.fullmatch(name):
         raise _mismatch(option, folder, f"a {POINTER_FILE} file naming a version folder")
+    return named_version(folder, name, option)
+
+
+def named_version(folder: Path, name: str, option: str = "index_dir") -> StoredVersion:
+    """The version ``name`` of the store in ``folder`` (live or not, while it is kept), its manifest checked for
+    form: what a snapshot naming the versions it was made of reads."""
+    if not _VERSION_NAME.fullmatch(name):
+        raise _mismatch(option, folder, "a version folder name")
     version = folder / name
     try:
         if not stat.S_ISDIR(os.lstat(version).st_mode):

@@ -140,20 +140,24 @@ class AnalysisMemo:
         folder: Path | None = None,
         *,
         required: bool = False,
+        placement: Placement | None = None,
     ) -> AnalysedCorpus:
         """The analysed corpus of the documents' texts, reusing the rows of every text the latest corpus under these
         settings (in memory, else stored in ``folder``) analysed under the same placement. A store that cannot be
-        written is an error when ``required`` (the store is what the caller keeps in ``folder``), else logged."""
+        written is an error when ``required`` (the store is what the caller keeps in ``folder``), else logged. A
+        shard of a larger corpus passes that corpus's ``placement`` (``CorpusPlacement``) instead of its own."""
         texts = [document.text for document in documents]
         digests = text_digests(documents)
         joined = b"".join(digests)
         store = None if folder is None else _store_of(Path(folder), settings, joined)
         previous = self._previous(settings, digests, joined, store)
-        if previous is not None and previous.digests == joined:
+        same_placement = placement is None or (previous is not None and previous.placement == placement.key)
+        if previous is not None and previous.digests == joined and same_placement:
             analysed, fresh = previous, 0
         else:
             known = None if previous is None else previous.detections
-            placement = corpus_placement(texts, settings.language, digests, known)
+            if placement is None:
+                placement = corpus_placement(texts, settings.language, digests, known)
             usable = previous if previous is not None and previous.placement == placement.key else None
             analysed, fresh = _analysed(texts, digests, joined, placement, settings, usable)
         with self._lock:

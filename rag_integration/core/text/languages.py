@@ -234,6 +234,48 @@ def corpus_placement(
     return Placement(key, placer=placer, detections=detections)
 
 
+@dataclass(frozen=True)
+class PlacementSample:
+    """What one part of a corpus (a Spark partition) adds to the corpus-wide ``auto`` placement: its document count
+    and, for its ``SAMPLE_DOCUMENTS`` texts with the least digests, each digest and the model's language for it. The
+    parts' samples merged hold the corpus's own sample, so shards place documents as one build over all would."""
+
+    documents: int
+    least: tuple[tuple[bytes, str | None], ...]
+
+    @classmethod
+    def of(cls, texts: Sequence[str], digests: Sequence[bytes]) -> PlacementSample:
+        chosen = sorted(range(len(texts)), key=lambda position: digests[position][:8])[:SAMPLE_DOCUMENTS]
+        detected = detect_languages([texts[position] for position in chosen])
+        return cls(len(texts), tuple((digests[p], code) for p, code in zip(chosen, detected, strict=True)))
+
+
+@dataclass(frozen=True)
+class CorpusPlacement:
+    """A whole corpus's ``auto`` placement made from its parts' samples (``PlacementSample``): every part places its
+    texts with it exactly as ``corpus_placement`` over the whole corpus would."""
+
+    small: bool
+    detected: tuple[tuple[bytes, str | None], ...]
+
+    @classmethod
+    def merged(cls, samples: Sequence[PlacementSample]) -> CorpusPlacement:
+        documents = sum(sample.documents for sample in samples)
+        least = sorted((pair for sample in samples for pair in sample.least), key=lambda pair: pair[0][:8])
+        return cls(documents <= SAMPLE_DOCUMENTS, tuple(least[:SAMPLE_DOCUMENTS]))
+
+    def placement(self, digests: Sequence[bytes]) -> Placement:
+        """The placement of a part of the corpus whose texts have these digests."""
+        detections = dict(self.detected)
+        codes = [code for _, code in self.detected]
+        if self.small:
+            fallback = most_common_language(code for code in codes if code is not None)
+            each = [detections.get(digest) or fallback for digest in digests]
+            return Placement(("each", fallback), each, detections=detections)
+        placer = LanguagePlacer(codes)
+        return Placement(("sample", *(placer.order or [placer.main])), placer=placer, detections=detections)
+
+
 def _detections(
     texts: Sequence[str], digests: Sequence[bytes], positions: list[int], known: Mapping[bytes, str | None]
 ) -> dict[bytes, str | None]:

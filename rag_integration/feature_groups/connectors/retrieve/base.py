@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
-from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.feature_group import SelectorFeatureGroup, source_feature_name
 from rag_integration.core.contract.frames import FrameworkAdapter, SparkAdapter
 from rag_integration.core.contract.queries import read_corpus, read_index_dir, read_queries
 from rag_integration.core.contract.request_options import (
@@ -27,11 +27,21 @@ from rag_integration.core.contract.request_options import (
 )
 from rag_integration.core.contract.sources import CORPUS, QUERIES, Source
 from rag_integration.core.contract.spark import Shipment, answer_partitions
+from rag_integration.core.contract.spark_shards import (
+    ShardJob,
+    ShardQuery,
+    answer_shards,
+    answers_by_query,
+    build_shards,
+    distinct_queries,
+)
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Corpus, Document, MetadataFilter, corpus_fingerprint, labels_of
 from rag_integration.core.documents.visibility import NO_PRINCIPALS, Visibility
+from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.indexes.cache import INDEX_CACHE, VIEW_CACHE, IndexKey, building_view
 from rag_integration.core.indexes.retention import KEEP_VERSIONS
+from rag_integration.core.indexes.shards import INDEX_SHARDS, ShardSet, TermStatistics, shards_root
 from rag_integration.core.options import OptionReader, option_keys
 from rag_integration.core.ranking.explain import checked_explanations
 from rag_integration.core.ranking.passages import (
@@ -41,6 +51,7 @@ from rag_integration.core.ranking.passages import (
     rank_corpus,
     search_with_exact_ties,
 )
+from rag_integration.core.text.languages import CorpusPlacement
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame as SparkFrame
@@ -48,6 +59,7 @@ if TYPE_CHECKING:
     from rag_integration.core.contract.frames import ReadableFrame
 
 CORPUS_OPTION = "corpus"
+SHARDS_NEED_SPARK = "1, or a corpus given as a Spark frame (corpus_source) on SparkFramework, where shards are built"
 S = TypeVar("S")
 """A backend's request settings (``read_settings``)."""
 K = TypeVar("K")
@@ -106,20 +118,32 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
     CONTRACT_VERSION: ClassVar[str] = "1.0"
     FEATURE_NAME: ClassVar[str] = "retrieved_passages"
     SELECTOR: ClassVar[str] = "retrieve_backend"
-    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(TOP_K, FILTERS, RETURN_METADATA, INDEX_DIR, EXPLAIN, KEEP_VERSIONS)
+    OPTIONS: ClassVar[tuple[str, ...]] = option_keys(
+        TOP_K, FILTERS, RETURN_METADATA, INDEX_DIR, EXPLAIN, KEEP_VERSIONS, INDEX_SHARDS
+    )
     SOURCES: ClassVar[tuple[Source, ...]] = (QUERIES, CORPUS)
     CORPUS_REQUIRED: ClassVar[bool] = True
+    SHARDS_RANK_AS_ONE: ClassVar[bool] = False
+    """True for a backend whose shards (``index_shards``) rank exactly as one index: it implements the shard hooks
+    (``shard_part``, ``shard_index``) or its scores need nothing of other documents."""
     """False for a backend whose documents come with its index (``open_index`` reads both from ``index_dir``)."""
 
     @classmethod
     def answer(cls, data: ReadableFrame | None, reader: OptionReader) -> Mapping[str, Any]:
+        if INDEX_SHARDS.read(reader) > 1:
+            raise InvalidOptionError(INDEX_SHARDS.key, reader.raw(INDEX_SHARDS.key), SHARDS_NEED_SPARK)
         request = RetrieveRequest.read(reader, data, corpus_required=cls.CORPUS_REQUIRED)
         settings = cls.read_settings(reader)
         return {cls.FEATURE_NAME: cls.retrieve(request, settings)}
 
     @classmethod
     def answer_frame(cls, adapter: FrameworkAdapter, data: object, reader: OptionReader) -> object:
-        """A Spark frame of queries is answered where it lives, on the executors (``core.contract.spark``)."""
+        """A Spark frame of queries is answered where it lives, on the executors (``core.contract.spark``); a Spark
+        corpus with ``index_shards`` >= 2 is indexed and searched there too (``core.contract.spark_shards``)."""
+        if INDEX_SHARDS.read(reader) > 1:
+            if not (isinstance(adapter, SparkAdapter) and data is not None and reader.has(CORPUS.upstream)):
+                raise InvalidOptionError(INDEX_SHARDS.key, reader.raw(INDEX_SHARDS.key), SHARDS_NEED_SPARK)
+            return cls.answer_sharded(cast("SparkFrame", data), reader)
         distributed = isinstance(adapter, SparkAdapter) and data is not None and reader.has("queries_source")
         if distributed and not reader.has("corpus_source"):
             shipment = cls.shipment(reader)
@@ -138,6 +162,75 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         return Shipment(cls, shipped, indexes, cls.output_shape(reader))
 
     @classmethod
+    def answer_sharded(cls, data: SparkFrame, reader: OptionReader) -> SparkFrame:
+        """The corpus in ``data`` built in ``index_shards`` shards on the executors, every query answered by each
+        shard with the corpus-wide statistics and the shards' best passages merged (``core.contract.spark_shards``).
+        Queries come inline or as the request's ``queries_source`` column, whose rows each get their answer."""
+        if reader.has("principals"):
+            raise InvalidOptionError("principals", reader.raw("principals"), "no principals with index_shards >= 2")
+        index_dir = read_index_dir(reader, required=True)
+        assert index_dir is not None
+        settings = cls.read_settings(reader)
+        index_settings = cls.index_settings(settings)
+        cls.check_shardable(settings)
+        column = source_feature_name(reader, CORPUS.upstream)
+        assert column is not None
+        queries_column = source_feature_name(reader, "queries_source")
+        queries = read_queries(reader, None) if queries_column is None else distinct_queries(data, queries_column)
+        query = ShardQuery(
+            queries,
+            TOP_K.read(reader),
+            read_metadata_filter(reader),
+            RETURN_METADATA.read(reader),
+            EXPLAIN.read(reader),
+        )
+        documents = data.count()
+        shards = max(1, min(INDEX_SHARDS.read(reader), documents))
+        settings_key = IndexKey.of(str(cls.BACKEND), index_settings, "").settings
+        root = shards_root(index_dir, str(cls.BACKEND), settings_key, shards)
+        job = ShardJob(cls, settings, index_settings, root, shards, column)
+        shard_set = build_shards(data, job)
+        check_deadline(f"after {cls.__name__} built {shards} shards")
+        answers = answer_shards(data, job, shard_set, query) if queries else []
+        shape = cls.output_shape(reader)
+        if queries_column is None:
+            return SparkAdapter().write(cls.FEATURE_NAME, answers, shape, None)
+        return answers_by_query(data, queries_column, dict(zip(queries, answers, strict=True)), cls.FEATURE_NAME, shape)
+
+    @classmethod
+    def check_shardable(cls, settings: S) -> None:
+        """Refuse, with a typed error naming the option, settings whose index cannot be built in shards that rank
+        exactly as one index. By default a backend that has not declared ``SHARDS_RANK_AS_ONE`` is refused."""
+        if not cls.SHARDS_RANK_AS_ONE:
+            raise InvalidOptionError(INDEX_SHARDS.key, "> 1", f"1 for retrieve_backend '{cls.BACKEND}' (no shards)")
+
+    @classmethod
+    def shard_part(
+        cls, documents: Sequence[Document], settings: K, folder: Path, placement: CorpusPlacement | None
+    ) -> TermStatistics | None:
+        """On an executor, for one shard's documents: keep in ``folder`` what ``shard_index`` makes its index from
+        and return the shard's part of the corpus-wide term statistics (``placement`` places its documents' languages
+        as the whole corpus's build would). By default nothing is kept and no statistics are needed (vectors)."""
+        return None
+
+    @classmethod
+    def shard_index(cls, documents: Sequence[Document], settings: K, folder: Path, shard_set: ShardSet) -> I:
+        """On an executor: the index of one shard's documents, scored as rows of one index over the whole corpus
+        (``shard_set.terms``, the summed statistics). By default the shard's own index, for scores that need nothing
+        of the other documents."""
+        return cls.build_index(documents, settings)
+
+    @classmethod
+    def rank_shard(
+        cls, documents: Sequence[Document], index: I, query: ShardQuery, settings: S
+    ) -> list[list[dict[str, Any]]]:
+        """One shard's rows for every query: its best ``top_k`` passages, exactly as ``retrieve`` ranks them."""
+        request = RetrieveRequest(
+            query.queries, documents, query.top_k, query.metadata_filter, query.return_metadata, None, query.explain
+        )
+        return cls.ranked(documents, lambda: index, request, settings)
+
+    @classmethod
     def retrieve(cls, request: RetrieveRequest, settings: S) -> list[list[dict[str, Any]]]:
         """Rows for every query, ranked over the documents and index ``open_index`` gives, or over the part of them
         the request's principals may read (``open_view``)."""
@@ -145,6 +238,13 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         visible = request.visibility.visible(labels_of(documents, CORPUS_OPTION), CORPUS_OPTION)
         if visible is not None:
             documents, index = cls.open_view(documents, index, visible, settings)
+        return cls.ranked(documents, index, request, settings)
+
+    @classmethod
+    def ranked(
+        cls, documents: Sequence[Document], index: Callable[[], I], request: RetrieveRequest, settings: S
+    ) -> list[list[dict[str, Any]]]:
+        """Rows for every query of ``request``, ranked over ``documents`` with the index ``index`` gives."""
 
         def search(queries: list[str], depth: int, allowed: AllowedMask) -> list[Hits]:
             built = index()

@@ -13,13 +13,14 @@ from rag_integration.core.documents.corpus import Document
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.indexes.bm25_model import Bm25Model
 from rag_integration.core.indexes.cache import building_into
+from rag_integration.core.indexes.shards import ShardSet, TermStatistics, analysed_shard
 from rag_integration.core.indexes.term_counts import ANALYSIS_MEMO, AnalysisSettings
 from rag_integration.core.indexes.vector_index import SEARCH_THREADS
 from rag_integration.core.options import option
 from rag_integration.core.ranking.explain import bm25_contributions, query_words
 from rag_integration.core.ranking.passages import AllowedMask, Hits, RankedQuery
 from rag_integration.core.text.analysis import ANALYSIS_VERSION, LANGUAGE, Analyzer, analyzer_for, check_language
-from rag_integration.core.text.languages import CorpusLanguages, query_language
+from rag_integration.core.text.languages import CorpusLanguages, CorpusPlacement, query_language
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
 BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
@@ -83,6 +84,7 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
     SETTINGS: ClassVar[type[Any] | None] = Bm25sSettings
     EXTRA: ClassVar[str | None] = "connectors"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("bm25s", "Stemmer")
+    SHARDS_RANK_AS_ONE: ClassVar[bool] = True
 
     @classmethod
     def index_settings(cls, settings: Bm25sSettings) -> Bm25sIndexSettings:
@@ -94,6 +96,29 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
         analysed = ANALYSIS_MEMO.analyse(documents, _analysis(settings), building_into(), required=True)
         model = Bm25Model.from_counts(analysed.counts, analysed.vocabulary, settings.method, settings.k1, settings.b)
         return Bm25sIndex(model, analysed.vocabulary, analysed.languages, settings)
+
+    @classmethod
+    def shard_part(
+        cls,
+        documents: Sequence[Document],
+        settings: Bm25sIndexSettings,
+        folder: Path,
+        placement: CorpusPlacement | None,
+    ) -> TermStatistics:
+        return TermStatistics.of(analysed_shard(documents, _analysis(settings), folder, placement))
+
+    @classmethod
+    def shard_index(
+        cls, documents: Sequence[Document], settings: Bm25sIndexSettings, folder: Path, shard_set: ShardSet
+    ) -> Bm25sIndex:
+        """The shard's counts by the corpus's vocabulary, scored with the corpus's statistics."""
+        analysed = analysed_shard(documents, _analysis(settings), folder, shard_set.placement)
+        corpus = shard_set.corpus_terms()
+        counts = corpus.counts(analysed)
+        model = Bm25Model.from_counts(
+            counts, corpus.vocabulary, settings.method, settings.k1, settings.b, corpus.statistics
+        )
+        return Bm25sIndex(model, corpus.vocabulary, corpus.corpus_languages(analysed), settings)
 
     @classmethod
     def keep_stored(cls, documents: Sequence[Document], settings: Bm25sIndexSettings, index_dir: Path) -> None:

