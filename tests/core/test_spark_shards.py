@@ -1,0 +1,271 @@
+"""A Spark corpus built in shards on the executors (``index_shards``): every shard scored with the corpus-wide
+statistics, so the merged answers equal one index over the whole corpus on PythonDict, exactly."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rag_integration.core.contract.frames import SparkAdapter
+from rag_integration.core.errors import ConnectorError, InvalidOptionError, MissingOptionError
+from rag_integration.core.indexes.shards import SHARDS_FOLDER
+from rag_integration.core.options import OptionReader
+from rag_integration.evaluation.datasets import load_dataset
+from rag_integration.feature_groups.connectors.retrieve import (
+    Bm25sRetriever,
+    FaissDenseRetriever,
+    HybridRrfRetriever,
+    TfidfRetriever,
+)
+from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
+from rag_integration.testing.kit import spark_test_session
+from rag_integration.testing.runner import run_feature
+
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+COLUMN = "corpus_rows"
+BACKENDS: dict[str, type[BaseRetrieveConnector[Any, Any, Any]]] = {
+    "bm25s": Bm25sRetriever,
+    "tfidf": TfidfRetriever,
+    "faiss": FaissDenseRetriever,
+    "hybrid_rrf": HybridRrfRetriever,
+}
+
+
+def corpus_frame(documents: list[dict[str, Any]], partitions: int) -> Any:
+    import pyarrow as pa
+
+    frame = spark_test_session().createDataFrame(pa.table({COLUMN: pa.array(documents)}))
+    return frame.repartition(partitions)
+
+
+def sharded(frame: Any, options: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    backend = BACKENDS[options["retrieve_backend"]]
+    answered = backend.answer_frame(SparkAdapter(), frame, OptionReader({**options, "corpus_source": COLUMN}))
+    return [[as_python(passage) for passage in row["retrieved_passages"]] for row in answered.collect()]
+
+
+def as_python(passage: Any) -> dict[str, Any]:
+    """A passage as PythonDict gives it: Spark's rows hold ``metadata`` and ``explanation`` as JSON text."""
+    found: dict[str, Any] = passage.asDict(recursive=True)
+    return {key: json.loads(value) if key in ("metadata", "explanation") else value for key, value in found.items()}
+
+
+def one_index(documents: list[dict[str, Any]], options: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    backend = BACKENDS[options["retrieve_backend"]]
+    plain = {key: value for key, value in options.items() if key not in ("index_shards", "index_dir")}
+    return run_feature("retrieved_passages", {**plain, "corpus": documents}, {backend})
+
+
+def ranked(rows: list[list[dict[str, Any]]]) -> list[list[tuple[str, float]]]:
+    return [[(passage["doc_id"], passage["score"]) for passage in passages] for passages in rows]
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "scifact").is_dir(), reason="shared evaluation data not present")
+@pytest.mark.parametrize("backend", ["bm25s", "tfidf"])
+def test_scifact_in_four_shards_ranks_as_one_index_exactly(backend: str, tmp_path: Path) -> None:
+    scifact = load_dataset(SHARED_DATA / "scifact")
+    queries = list(scifact.queries.values())[:300]
+    options = {"retrieve_backend": backend, "query_text": queries, "top_k": 10, "index_shards": 4}
+    found = sharded(corpus_frame(scifact.documents, 8), {**options, "index_dir": str(tmp_path)})
+    expected = one_index(scifact.documents, options)
+    assert len(found) == len(expected) == 300
+    assert ranked(found) == ranked(expected)  # same doc_ids, same order, bit-identical scores
+    assert found == expected
+
+
+WORDS = ["oil", "engine", "tide", "moon", "bread", "oven", "lava", "river", "stone", "light", "salt", "wind"]
+GERMAN = ["das", "öl", "der", "motor", "und", "die", "flut", "mond", "brot", "ofen", "ist", "nicht"]
+
+
+def random_corpus(generator: random.Random, size: int) -> list[dict[str, Any]]:
+    """Short documents, a few German and a few empty ones, with metadata to filter on."""
+    documents = []
+    for number in range(size):
+        words = GERMAN if number % 5 == 0 else WORDS
+        text = " ".join(generator.choice(words) for _ in range(generator.randint(0, 9)))
+        documents.append({"doc_id": f"doc-{generator.randrange(10**6)}-{number}", "text": text, "group": number % 3})
+    return documents
+
+
+def edited(generator: random.Random, documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Some documents removed, some changed, some added."""
+    kept = [dict(document) for document in documents if generator.random() > 0.1]
+    for document in kept:
+        if generator.random() < 0.1:
+            document["text"] = document["text"] + " " + generator.choice(WORDS)
+    return kept + random_corpus(generator, generator.randint(0, 6))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_shard_counts_partitionings_and_edits_rank_as_one_index(seed: int, tmp_path: Path) -> None:
+    generator = random.Random(seed)
+    documents = random_corpus(generator, generator.randint(30, 80))
+    queries = [" ".join(generator.sample(WORDS + GERMAN, 2)) for _ in range(12)] + ["moon"]
+    for _ in range(2):
+        backend = generator.choice(["bm25s", "tfidf"])
+        options: dict[str, Any] = {"retrieve_backend": backend, "query_text": queries, "top_k": 5}
+        options.update(index_shards=generator.randint(2, 6), language=generator.choice(["auto", "en"]))
+        if generator.random() < 0.5:
+            options["filters"] = {"group": [0, 2]}
+        if backend == "bm25s":
+            options["bm25_method"] = generator.choice(["lucene", "bm25l", "bm25+", "robertson", "atire"])
+        frame = corpus_frame(documents, generator.randint(1, 5))
+        found = sharded(frame, {**options, "index_dir": str(tmp_path), "return_metadata": True})
+        assert found == one_index(documents, {**options, "return_metadata": True}), options
+        documents = edited(generator, documents)
+
+
+def test_an_edit_rewrites_only_the_shards_holding_changed_documents(tmp_path: Path) -> None:
+    documents = [{"doc_id": f"d{i:03d}", "text": f"w{i} river stone"} for i in range(200)]
+    options = {"retrieve_backend": "bm25s", "query_text": ["river w7"], "index_shards": 4, "index_dir": str(tmp_path)}
+    sharded(corpus_frame(documents, 3), options)
+    before = shard_versions(tmp_path)
+    changed = [dict(document) for document in documents]
+    changed[7]["text"] = "w7 moon"
+    found = sharded(corpus_frame(changed, 3), options)
+    after = shard_versions(tmp_path)
+    assert sum(before[shard] != after[shard] for shard in before) == 1
+    assert found == one_index(changed, options)
+
+
+def shard_versions(index_dir: Path) -> dict[str, str]:
+    pointers = sorted((index_dir / SHARDS_FOLDER).glob("*/*-shards/shard-*/documents/CURRENT"))
+    return {pointer.parent.parent.name: pointer.read_text(encoding="ascii") for pointer in pointers}
+
+
+def test_more_shards_than_documents_are_capped_and_explained(tmp_path: Path) -> None:
+    documents = [{"doc_id": f"d{i}", "text": f"w{i} oil"} for i in range(3)]
+    options = {"retrieve_backend": "bm25s", "query_text": ["oil w1"], "index_shards": 16, "explain": True}
+    found = sharded(corpus_frame(documents, 2), {**options, "index_dir": str(tmp_path)})
+    assert [passage["explanation"]["shards"] for passage in found[0]] == [3, 3, 3]
+    expected = one_index(documents, options)
+    assert ranked(found) == ranked(expected)
+
+
+def test_dense_shards_rank_as_one_flat_index(tmp_path: Path) -> None:
+    documents = [
+        {"doc_id": f"d{i}", "text": f"the {WORDS[i % 12]} and the {WORDS[i % 7]} number {i}"} for i in range(60)
+    ]
+    options = {"retrieve_backend": "faiss", "query_text": ["moon light", "engine oil"], "top_k": 5, "index_shards": 3}
+    found = sharded(corpus_frame(documents, 4), {**options, "index_dir": str(tmp_path)})
+    expected = one_index(documents, options)
+    assert [[doc_id for doc_id, _ in query] for query in ranked(found)] == [
+        [doc_id for doc_id, _ in query] for query in ranked(expected)
+    ]
+    for query_found, query_expected in zip(ranked(found), ranked(expected), strict=True):
+        assert [score for _, score in query_found] == pytest.approx([score for _, score in query_expected], rel=1e-6)
+
+
+def test_a_frame_of_queries_gets_each_answer_on_its_row(tmp_path: Path) -> None:
+    documents = [{"doc_id": f"d{i:02d}", "text": f"w{i} common", "query": f"w{i}"} for i in range(40)]
+    frame = corpus_frame(documents, 3).selectExpr(COLUMN, f"{COLUMN}.query AS spark_queries")
+    options = {"retrieve_backend": "bm25s", "queries_source": "spark_queries", "corpus_source": COLUMN, "top_k": 1}
+    options.update(index_shards=2, index_dir=str(tmp_path))
+    answered = Bm25sRetriever.answer_frame(SparkAdapter(), frame, OptionReader(options)).collect()
+    assert len(answered) == 40 and set(answered[0].asDict()) == {COLUMN, "spark_queries", "retrieved_passages"}
+    for row in answered:
+        assert row["retrieved_passages"][0]["doc_id"] == f"d{int(row['spark_queries'][1:]):02d}"
+
+
+@pytest.mark.parametrize("value", [0, -1, "2", 2.0, True, [2]])
+def test_index_shards_that_is_not_an_int_of_at_least_one_is_refused(value: object, tmp_path: Path) -> None:
+    options = {"retrieve_backend": "bm25s", "query_text": "oil", "index_shards": value, "index_dir": str(tmp_path)}
+    with pytest.raises(InvalidOptionError, match="index_shards"):
+        sharded(corpus_frame([{"doc_id": "a", "text": "oil"}], 1), options)
+
+
+def test_shards_need_a_spark_corpus_and_an_index_dir(tmp_path: Path) -> None:
+    inline = {"retrieve_backend": "bm25s", "query_text": "oil", "corpus": [{"doc_id": "a", "text": "oil"}]}
+    with pytest.raises(InvalidOptionError, match="index_shards.*Spark frame"):
+        run_feature("retrieved_passages", {**inline, "index_shards": 2}, {Bm25sRetriever})
+    frame = corpus_frame([{"doc_id": "a", "text": "oil"}, {"doc_id": "b", "text": "gas"}], 1)
+    with pytest.raises(MissingOptionError, match="index_dir"):
+        sharded(frame, {"retrieve_backend": "bm25s", "query_text": "oil", "index_shards": 2})
+
+
+@pytest.mark.parametrize(
+    ("options", "option"),
+    [
+        ({"retrieve_backend": "tfidf", "tfidf_ngram_max": 2}, "tfidf_ngram_max"),
+        ({"retrieve_backend": "faiss", "faiss_index": "hnsw"}, "faiss_index"),
+        ({"retrieve_backend": "bm25s", "principals": ["ann"]}, "principals"),
+    ],
+)
+def test_settings_whose_shards_would_not_rank_as_one_index_are_refused(
+    options: dict[str, Any], option: str, tmp_path: Path
+) -> None:
+    request = {**options, "query_text": "oil", "index_shards": 2, "index_dir": str(tmp_path)}
+    with pytest.raises(InvalidOptionError, match=option):
+        sharded(corpus_frame([{"doc_id": "a", "text": "oil"}, {"doc_id": "b", "text": "gas"}], 1), request)
+
+
+def test_a_bad_row_is_the_typed_error_of_the_executor_that_read_it(tmp_path: Path) -> None:
+    options = {"retrieve_backend": "bm25s", "query_text": "oil", "index_shards": 2, "index_dir": str(tmp_path)}
+    without_id = corpus_frame([{"doc_id": "a", "text": "oil"}, {"doc_id": None, "text": "gas"}], 2)
+    with pytest.raises(InvalidOptionError, match="doc_id"):
+        sharded(without_id, options)
+    twice = corpus_frame([{"doc_id": "a", "text": "oil"}, {"doc_id": "a", "text": "gas"}], 2)
+    with pytest.raises(ConnectorError, match="duplicate doc_id 'a'"):
+        sharded(twice, options)
+
+
+LARGE_CORPUS_RUN = """
+import sys
+import pyarrow as pa
+from pyspark.sql import SparkSession
+from mloda.user import DataAccessCollection, Feature, Options, PluginCollector, mlodaAPI
+from mloda.user.spark import SparkFramework
+from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
+from rag_integration.testing.kit import KitItemRows
+
+spark = (
+    SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+    .config("spark.driver.maxResultSize", "4m").getOrCreate()
+)
+words = [f"w{number}" for number in range(5000)]
+rows = spark.range(0, 30000, numPartitions=8).selectExpr(
+    "named_struct('doc_id', concat('d', cast(id as string)), 'text', "
+    "concat_ws(' ', transform(sequence(1, 240), i -> concat('w', cast((id * 7919 + i * 104729) % 5000 as string)))))"
+    " AS kit_item_rows"
+)
+size = rows.selectExpr("sum(length(kit_item_rows.text)) AS size").collect()[0]["size"]
+assert size >= 40_000_000, size
+
+
+class SparkRows(KitItemRows):
+    @classmethod
+    def calculate_feature(cls, data, features):
+        return rows
+
+
+options = {
+    "retrieve_backend": "bm25s", "query_text": ["w17 w4242", "w99"], "corpus_source": Feature("kit_item_rows", options=Options(context={"kit_rows": []})),
+    "index_shards": 4, "index_dir": sys.argv[1], "top_k": 3,
+}
+result = mlodaAPI.run_all(
+    [Feature("retrieved_passages", options=Options(context=options))],
+    compute_frameworks=[SparkFramework],
+    plugin_collector=PluginCollector.enabled_feature_groups({Bm25sRetriever, SparkRows}),
+    data_access_collection=DataAccessCollection(connections=[spark]),
+)
+answers = [row["retrieved_passages"] for row in result[0].collect()]
+print(size, [len(passages) for passages in answers])
+"""
+
+
+def test_a_corpus_larger_than_the_drivers_result_limit_is_answered(tmp_path: Path) -> None:
+    """``spark.driver.maxResultSize=4m`` and a corpus frame of over 40 MB: collecting it would fail; shards answer."""
+    script = tmp_path / "large_corpus.py"
+    script.write_text(LARGE_CORPUS_RUN, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "index")], capture_output=True, text=True, timeout=900, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    size, lengths = done.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert int(size) >= 40_000_000 and lengths == "[3, 3]"
