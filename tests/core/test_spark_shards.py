@@ -182,7 +182,7 @@ def test_index_shards_that_is_not_an_int_of_at_least_one_is_refused(value: objec
 
 def test_shards_need_a_spark_corpus_and_an_index_dir(tmp_path: Path) -> None:
     inline = {"retrieve_backend": "bm25s", "query_text": "oil", "corpus": [{"doc_id": "a", "text": "oil"}]}
-    with pytest.raises(InvalidOptionError, match="index_shards.*Spark frame"):
+    with pytest.raises(InvalidOptionError, match=r"index_shards.*Spark frame"):
         run_feature("retrieved_passages", {**inline, "index_shards": 2}, {Bm25sRetriever})
     frame = corpus_frame([{"doc_id": "a", "text": "oil"}, {"doc_id": "b", "text": "gas"}], 1)
     with pytest.raises(MissingOptionError, match="index_dir"):
