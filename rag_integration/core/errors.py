@@ -123,12 +123,12 @@ class UnsafePathError(InvalidOptionError):
 class DuplicateDocIdError(ConnectorError):
     """Two documents (or candidates) share one effective doc_id."""
 
-    def __init__(self, option: str, doc_id: str, first: int, second: int) -> None:
+    def __init__(self, option: str, doc_id: str, first: int | None = None, second: int | None = None) -> None:
         self.option = option
         self.doc_id = doc_id
+        where = "twice" if first is None else f"at positions {first} and {second}"
         super().__init__(
-            f"option '{option}' has duplicate doc_id {short_repr(doc_id)} at positions {first} and {second}: "
-            "expected unique doc_ids"
+            f"option '{option}' has duplicate doc_id {short_repr(doc_id)} {where}: expected unique doc_ids"
         )
 
 

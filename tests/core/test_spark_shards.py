@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from rag_integration.core.contract.frames import SparkAdapter
+from rag_integration.core.contract.spark_shards import partition_keys, spark_hash
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, MissingOptionError
 from rag_integration.core.indexes.shards import SHARDS_FOLDER
 from rag_integration.core.options import OptionReader
@@ -269,3 +270,14 @@ def test_a_corpus_larger_than_the_drivers_result_limit_is_answered(tmp_path: Pat
     assert done.returncode == 0, done.stderr[-3000:]
     size, lengths = done.stdout.strip().splitlines()[-1].split(" ", 1)
     assert int(size) >= 40_000_000 and lengths == "[3, 3]"
+
+
+@pytest.mark.parametrize("shards", [1, 2, 3, 4, 7, 16])
+def test_each_shard_is_its_own_spark_partition(shards: int) -> None:
+    """The keys ``partition_keys`` picks are sent by Spark's own hash partitioning to the partition of their shard."""
+    keys = partition_keys(shards)
+    frame = spark_test_session().createDataFrame([(key,) for key in keys], "partition_key long")
+    spread = frame.repartition(shards, "partition_key").selectExpr("partition_key", "spark_partition_id() AS part")
+    assert {row["partition_key"]: row["part"] for row in spread.collect()} == {key: s for s, key in enumerate(keys)}
+    checked = spark_test_session().range(-300, 300).selectExpr("id", "hash(id) AS hashed").collect()
+    assert [spark_hash(row["id"]) for row in checked] == [row["hashed"] for row in checked]

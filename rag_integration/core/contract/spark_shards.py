@@ -14,22 +14,26 @@ error (``ConnectorError`` pickles).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
+import pickle
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rag_integration.core.contract.frames import PyArrowAdapter
+from rag_integration.core.contract.frames import PYSPARK_PANDAS_WARNING, PyArrowAdapter
 from rag_integration.core.contract.schema import Shape
 from rag_integration.core.contract.spark import with_answer_column
-from rag_integration.core.documents.corpus import Document, MetadataFilter, read_documents, text_digests
-from rag_integration.core.errors import ConnectorError, InvalidOptionError
+from rag_integration.core.documents.corpus import Document, MetadataFilter, text_digests
+from rag_integration.core.errors import ConnectorError, DuplicateDocIdError, InvalidOptionError
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey, approximate_bytes
 from rag_integration.core.indexes.shards import (
     CorpusTerms,
     ShardSet,
     TermStatistics,
+    metadata_json,
     read_shard_documents,
     shard_folder,
     shard_of,
@@ -38,7 +42,7 @@ from rag_integration.core.indexes.shards import (
 )
 from rag_integration.core.text.analysis import AUTO
 from rag_integration.core.text.languages import CorpusPlacement, PlacementSample
-from rag_integration.core.unicode_text import require_valid_texts
+from rag_integration.core.unicode_text import require_valid_text, require_valid_texts
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -116,41 +120,48 @@ class _Written:
     shard: int
     version: str
     sample: PlacementSample | None
+    documents: int
 
 
 def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
-    """The corpus in ``frame``'s ``job.column`` kept as ``job.shards`` shards under ``job.root``, with the snapshot
-    that names them and their summed statistics."""
-    shards, column = job.shards, job.column
-    records = frame.select(column).rdd.map(lambda row: _keyed(row[0], shards))
-    by_shard = records.partitionBy(shards, lambda shard: shard)
-    written: list[_Written] = _collected(by_shard.mapPartitionsWithIndex(_carried(_writer(job))).collect())
-    versions = tuple(item.version for item in sorted(written, key=lambda item: item.shard))
-    samples = [item.sample for item in written if item.sample is not None]
+    """The corpus in ``frame``'s ``job.column`` kept as up to ``job.shards`` shards under ``job.root``, with the
+    snapshot that names them and their summed statistics."""
+    shards = job.shards
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=PYSPARK_PANDAS_WARNING, category=FutureWarning)
+        keyed = frame.select(job.column).mapInArrow(_keyer(job.column, shards, partition_keys(shards)), KEYED_SCHEMA)
+        spread = keyed.repartition(shards, "partition_key").mapInArrow(_writer(job), "result binary")
+    written: list[_Written] = _collected([pickle.loads(row[0]) for row in spread.collect()])
+    held = sorted((item for item in written if item.documents), key=lambda item: item.shard)
+    numbers, versions = tuple(item.shard for item in held), tuple(item.version for item in held)
+    samples = [item.sample for item in held if item.sample is not None]
     placement = CorpusPlacement.merged(samples) if job.language == AUTO else None
-    context = frame.sparkSession.sparkContext
-    partial = ShardSet(job.root, versions, placement, None)
-    parts = _collected(
-        context.parallelize(range(shards), shards).mapPartitions(_carried(_analyser(job, partial))).collect()
-    )
+    partial = ShardSet(job.root, numbers, versions, placement, None)
+    parts = _collected(_each_shard(frame, partial, _analyser(job, partial)))
     statistics = [part for _, part in sorted(parts, key=lambda pair: pair[0]) if part is not None]
     terms = CorpusTerms.merged(statistics) if statistics else None
     settings = json.loads(json.dumps(dataclasses.asdict(job.index_settings), default=str))
-    return write_snapshot(ShardSet(job.root, versions, placement, terms), {"index": settings, "shards": shards})
+    return write_snapshot(
+        ShardSet(job.root, numbers, versions, placement, terms), {"index": settings, "shards": shards}
+    )
 
 
 def answer_shards(frame: SparkFrame, job: ShardJob, shard_set: ShardSet, query: ShardQuery) -> Rows:
     """Each query's passages: every shard's best ``top_k`` (filters applied there), merged by score, then doc_id."""
-    context = frame.sparkSession.sparkContext
-    answering = _carried(_answerer(job, shard_set, query))
-    found: list[tuple[int, Rows]] = _collected(
-        context.parallelize(range(shard_set.shards), shard_set.shards).mapPartitions(answering).collect()
-    )
+    found: list[tuple[int, Rows]] = _collected(_each_shard(frame, shard_set, _answerer(job, shard_set, query)))
     per_shard = [rows for _, rows in sorted(found, key=lambda pair: pair[0])]
     return [
         merged_passages([rows[position] for rows in per_shard], query.top_k, shard_set.shards)
         for position in range(len(query.queries))
     ]
+
+
+def _each_shard(frame: SparkFrame, shard_set: ShardSet, work: Callable[[Iterator[int]], Iterator[Any]]) -> list[Any]:
+    """``work`` over the positions of the set's shards, one task each; what it yields, collected."""
+    if not shard_set.shards:
+        return []
+    tasks = frame.sparkSession.sparkContext.parallelize(range(shard_set.shards), shard_set.shards)
+    return list(tasks.mapPartitions(_carried(work)).collect())
 
 
 def distinct_queries(frame: SparkFrame, column: str) -> list[str]:
@@ -191,60 +202,169 @@ def merged_passages(lists: Iterable[list[dict[str, Any]]], top_k: int, shards: i
     return merged
 
 
-def _keyed(value: object, shards: int) -> tuple[int, object]:
-    """A corpus row's shard and the row as a document dict; a row without a str doc_id goes to shard 0, where
-    reading it raises the typed error."""
-    item = value.asDict(recursive=True) if hasattr(value, "asDict") else value
-    doc_id = item.get("doc_id") if isinstance(item, dict) else None
-    return (shard_of(doc_id, shards) if isinstance(doc_id, str) else 0), item
+def partition_keys(shards: int) -> list[int]:
+    """For each shard, the least key Spark's hash partitioning (``repartition(shards, key)``: Murmur3 of the long
+    key with seed 42, as the SQL ``hash``) sends to the partition of the same number, so each shard is one task."""
+    keys: dict[int, int] = {}
+    key = 0
+    while len(keys) < shards:
+        keys.setdefault(spark_hash(key) % shards, key)
+        key += 1
+    return [keys[shard] for shard in range(shards)]
 
 
-def _writer(job: ShardJob) -> Callable[[int, Iterator[tuple[int, object]]], Iterator[_Written]]:
-    def write(shard: int, records: Iterator[tuple[int, object]]) -> Iterator[_Written]:
-        option = f"{job.column} (shard {shard})"
-        raw = [item for _, item in records]
-        for item in raw:
-            if not isinstance(item, dict) or not isinstance(item.get("doc_id"), str):
-                found = item.get("doc_id") if isinstance(item, dict) else item
-                raise InvalidOptionError(f"{job.column}.doc_id", found, "a str doc_id in every row with index_shards")
-        documents = sorted(read_documents(raw, option), key=lambda document: document.doc_id)
-        version = write_shard_documents(shard_folder(job.root, shard), shard, documents, job.column)
-        sample = None
-        if job.language == AUTO:
-            sample = PlacementSample.of([document.text for document in documents], text_digests(documents))
-        yield _Written(shard, version, sample)
+def spark_hash(value: int) -> int:
+    """Spark's ``hash`` of a long (``Murmur3_x86_32.hashLong`` with seed 42), as a signed 32-bit int."""
+    h1 = 42
+    for word in (value & 0xFFFFFFFF, (value >> 32) & 0xFFFFFFFF):
+        k1 = (word * 0xCC9E2D51) & 0xFFFFFFFF
+        k1 = ((k1 << 15) | (k1 >> 17)) & 0xFFFFFFFF
+        k1 = (k1 * 0x1B873593) & 0xFFFFFFFF
+        h1 ^= k1
+        h1 = ((h1 << 13) | (h1 >> 19)) & 0xFFFFFFFF
+        h1 = (h1 * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h1 ^= 8
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & 0xFFFFFFFF
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & 0xFFFFFFFF
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
+
+
+KEYED_SCHEMA = "partition_key long, shard int, doc_id string, text string, metadata string, failure binary"
+
+
+def _keyer(column: str, shards: int, keys: list[int]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Each corpus row as its shard (a hash of its doc_id), doc_id, text and metadata JSON, columnar; a row that is
+    no document becomes a ``failure`` row carrying the typed error."""
+    import pyarrow as pa
+
+    def keyed(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            try:
+                doc_ids, texts, metadata = _document_columns(batch.column(0), column)
+                numbers = [shard_of(doc_id, shards) for doc_id in doc_ids]
+                failures: list[bytes | None] = [None] * len(doc_ids)
+            except ConnectorError as error:
+                doc_ids, texts, metadata, numbers, failures = [""], [""], ["{}"], [0], [pickle.dumps(error)]
+            arrays = [[keys[number] for number in numbers], numbers, doc_ids, texts, metadata, failures]
+            types = [pa.int64(), pa.int32(), pa.string(), pa.string(), pa.string(), pa.binary()]
+            names = ["partition_key", "shard", "doc_id", "text", "metadata", "failure"]
+            yield pa.RecordBatch.from_arrays([pa.array(a, t) for a, t in zip(arrays, types, strict=True)], names=names)
+
+    return keyed
+
+
+def _document_columns(rows: pa.Array, column: str) -> tuple[list[str], list[str], list[str]]:
+    """doc_ids, texts and metadata JSON of a struct column of documents, each row checked as ``read_document``
+    checks a document dict (a str or int doc_id, a text string), its other fields its metadata."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_struct(rows.type) or {"doc_id", "text"} - {field.name for field in rows.type}:
+        raise InvalidOptionError(
+            column, str(rows.type), "rows of documents with a doc_id and a text, with index_shards"
+        )
+    if rows.null_count:
+        raise InvalidOptionError(column, None, "a document in every row")
+    doc_ids, texts = rows.field("doc_id"), rows.field("text")
+    if pa.types.is_integer(doc_ids.type):
+        doc_ids = pc.cast(doc_ids, pa.string())
+    if not pa.types.is_string(doc_ids.type) or doc_ids.null_count:
+        raise InvalidOptionError(f"{column}.doc_id", str(doc_ids.type), "a str or int doc_id in every row")
+    if not pa.types.is_string(texts.type) or texts.null_count:
+        raise InvalidOptionError(f"{column}.text", str(texts.type), "a string text in every row")
+    others = [field.name for field in rows.type if field.name not in ("doc_id", "text")]
+    ids, listed_texts = doc_ids.to_pylist(), texts.to_pylist()
+    if not others:
+        return ids, listed_texts, ["{}"] * len(ids)
+    fields = pa.StructArray.from_arrays([rows.field(name) for name in others], others).to_pylist()
+    documents = [Document(doc_id, "", values) for doc_id, values in zip(ids, fields, strict=True)]
+    return ids, listed_texts, [metadata_json(document, column) for document in documents]
+
+
+def _writer(job: ShardJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Each shard of a partition kept as a store version (documents sorted by doc_id, ``write_shard_documents``),
+    with its part of the language sample: one ``result`` row (a pickled ``_Written`` or ``_Failure``) per shard."""
+    import pyarrow as pa
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = pa.Table.from_batches(list(batches), schema=_keyed_schema())
+        for result in _written(job, table):
+            yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(result)], pa.binary())], names=["result"])
 
     return write
 
 
+def _keyed_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    names = ["partition_key", "shard", "doc_id", "text", "metadata", "failure"]
+    types = [pa.int64(), pa.int32(), pa.string(), pa.string(), pa.string(), pa.binary()]
+    return pa.schema([pa.field(name, kind) for name, kind in zip(names, types, strict=True)])
+
+
+def _written(job: ShardJob, table: pa.Table) -> Iterator[_Written | _Failure]:
+    failures = [failure for failure in table.column("failure").to_pylist() if failure is not None]
+    if failures:
+        yield _Failure(pickle.loads(failures[0]))
+        return
+    shards = table.column("shard").to_pylist()
+    doc_ids, texts, metadata = (table.column(name).to_pylist() for name in ("doc_id", "text", "metadata"))
+    rows: dict[int, list[int]] = {}
+    for row, shard in enumerate(shards):
+        rows.setdefault(shard, []).append(row)
+    for shard, held in sorted(rows.items()):
+        try:
+            yield _shard_written(job, shard, [(doc_ids[r], texts[r], metadata[r]) for r in held])
+        except ConnectorError as error:
+            yield _Failure(error)
+
+
+def _shard_written(job: ShardJob, shard: int, rows: list[tuple[str, str, str]]) -> _Written:
+    option = f"{job.column} (shard {shard})"
+    rows.sort()
+    for first, second in itertools.pairwise(rows):
+        if first[0] == second[0]:
+            raise DuplicateDocIdError(job.column, first[0])
+    documents = [Document(doc_id, require_valid_text(text, option)) for doc_id, text, _ in rows]
+    metadata = [listed for _, _, listed in rows]
+    version = write_shard_documents(shard_folder(job.root, shard), shard, documents, metadata)
+    sample = None
+    if job.language == AUTO:
+        sample = PlacementSample.of([document.text for document in documents], text_digests(documents))
+    return _Written(shard, version, sample, len(documents))
+
+
 def _analyser(job: ShardJob, shard_set: ShardSet) -> Callable[[Iterator[int]], Iterator[tuple[int, Any]]]:
-    def analyse(shards: Iterator[int]) -> Iterator[tuple[int, TermStatistics | None]]:
-        for shard in shards:
-            folder = shard_set.folder(shard)
-            documents = read_shard_documents(folder, shard_set.versions[shard])
-            yield shard, job.backend.shard_part(documents, job.index_settings, folder, shard_set.placement)
+    def analyse(positions: Iterator[int]) -> Iterator[tuple[int, TermStatistics | None]]:
+        for position in positions:
+            folder = shard_set.folder(position)
+            documents = read_shard_documents(folder, shard_set.versions[position])
+            yield position, job.backend.shard_part(documents, job.index_settings, folder, shard_set.placement)
 
     return analyse
 
 
 def _answerer(job: ShardJob, shard_set: ShardSet, query: ShardQuery) -> Callable[[Iterator[int]], Iterator[Any]]:
-    def answer(shards: Iterator[int]) -> Iterator[tuple[int, Rows]]:
-        for shard in shards:
-            sharded = _shard_index(job, shard_set, shard)
-            yield shard, job.backend.rank_shard(sharded.documents, sharded.index, query, job.settings)
+    def answer(positions: Iterator[int]) -> Iterator[tuple[int, Rows]]:
+        for position in positions:
+            sharded = _shard_index(job, shard_set, position)
+            yield position, job.backend.rank_shard(sharded.documents, sharded.index, query, job.settings)
 
     return answer
 
 
-def _shard_index(job: ShardJob, shard_set: ShardSet, shard: int) -> ShardedIndex:
-    """One shard's documents and index, from this executor process's cache or read and made now."""
+def _shard_index(job: ShardJob, shard_set: ShardSet, position: int) -> ShardedIndex:
+    """The documents and index of the set's shard at ``position``, from this executor process's cache or read and
+    made now."""
     terms = "" if shard_set.terms is None else shard_set.terms.fingerprint
-    backend, version = str(job.backend.BACKEND), shard_set.versions[shard]
-    key = IndexKey.of(backend, {"index": job.index_settings, "terms": terms}, f"{shard_set.folder(shard)}/{version}")
+    backend, version, folder = str(job.backend.BACKEND), shard_set.versions[position], shard_set.folder(position)
+    key = IndexKey.of(backend, {"index": job.index_settings, "terms": terms}, f"{folder}/{version}")
 
     def build() -> ShardedIndex:
-        folder = shard_set.folder(shard)
-        documents = read_shard_documents(folder, shard_set.versions[shard])
+        documents = read_shard_documents(folder, version)
         return ShardedIndex(documents, job.backend.shard_index(documents, job.index_settings, folder, shard_set))
 
     return INDEX_CACHE.get_or_build(key, build)

@@ -9,6 +9,7 @@ as rows of one index over the whole corpus (``core.ranking.bm25_scores``).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -87,10 +88,9 @@ def documents_fingerprint(documents: Sequence[Document], metadata: Sequence[str]
     return hasher.hexdigest()
 
 
-def write_shard_documents(folder: Path, shard: int, documents: Sequence[Document], option: str) -> str:
-    """Keep a shard's documents (sorted by doc_id by the caller) as the live version of the store in ``folder``,
-    unless it already holds exactly them; the live version's name."""
-    metadata = [metadata_json(document, option) for document in documents]
+def write_shard_documents(folder: Path, shard: int, documents: Sequence[Document], metadata: Sequence[str]) -> str:
+    """Keep a shard's documents (sorted by doc_id by the caller) with their ``metadata`` JSON as the live version
+    of the store in ``folder``, unless it already holds exactly them; the live version's name."""
     claim = StoreClaim(DOCUMENTS_KIND, {"shard": shard}, documents_fingerprint(documents, metadata))
     store = folder / "documents"
     if intact_claim(store) == claim:
@@ -240,6 +240,8 @@ class ShardSet:
     corpus's language placement and term statistics (None for a backend scored without them)."""
 
     root: Path
+    numbers: tuple[int, ...]
+    """The shards that hold documents (one no doc_id hashes to holds none and is never read)."""
     versions: tuple[str, ...]
     placement: CorpusPlacement | None
     terms: CorpusTerms | None
@@ -247,6 +249,7 @@ class ShardSet:
 
     @property
     def shards(self) -> int:
+        """How many shards hold documents: at most the requested count, never more than the documents."""
         return len(self.versions)
 
     def corpus_terms(self) -> CorpusTerms:
@@ -255,8 +258,9 @@ class ShardSet:
             raise IndexMismatchError("index_shards", self.shards, "shards whose backend summed term statistics")
         return self.terms
 
-    def folder(self, shard: int) -> Path:
-        return shard_folder(self.root, shard)
+    def folder(self, position: int) -> Path:
+        """The folder of the set's shard at ``position`` (of ``numbers``)."""
+        return shard_folder(self.root, self.numbers[position])
 
 
 def write_snapshot(shard_set: ShardSet, settings: Mapping[str, Any]) -> ShardSet:
@@ -264,7 +268,7 @@ def write_snapshot(shard_set: ShardSet, settings: Mapping[str, Any]) -> ShardSet
     terms = shard_set.terms
 
     def save(folder: Path) -> None:
-        listed: dict[str, Any] = {"shards": list(shard_set.versions)}
+        listed: dict[str, Any] = {"shards": dict(zip(map(str, shard_set.numbers), shard_set.versions, strict=True))}
         if terms is not None:
             listed.update(
                 terms=list(terms.vocabulary),
@@ -276,9 +280,9 @@ def write_snapshot(shard_set: ShardSet, settings: Mapping[str, Any]) -> ShardSet
             save_npy(folder / "frequencies.npy", terms.statistics.frequencies)
         (folder / "snapshot.json").write_text(json.dumps(listed, ensure_ascii=False), encoding="utf-8")
 
-    fingerprint = hashlib.sha256(json.dumps(list(shard_set.versions)).encode())
+    fingerprint = hashlib.sha256(json.dumps([shard_set.numbers, shard_set.versions]).encode())
     if terms is not None:
         fingerprint.update(terms.fingerprint.encode())
     claim = StoreClaim(SNAPSHOT_KIND, dict(settings), fingerprint.hexdigest())
     name = write_store(shard_set.root / "snapshot", claim, save)
-    return ShardSet(shard_set.root, shard_set.versions, shard_set.placement, shard_set.terms, name)
+    return dataclasses.replace(shard_set, snapshot=name)

@@ -184,8 +184,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
             RETURN_METADATA.read(reader),
             EXPLAIN.read(reader),
         )
-        documents = data.count()
-        shards = max(1, min(INDEX_SHARDS.read(reader), documents))
+        shards = INDEX_SHARDS.read(reader)
         settings_key = IndexKey.of(str(cls.BACKEND), index_settings, "").settings
         root = shards_root(index_dir, str(cls.BACKEND), settings_key, shards)
         job = ShardJob(cls, settings, index_settings, root, shards, column)
