@@ -134,7 +134,18 @@ def run(mode: str, corpus: str, queries: int, folder: str) -> dict[str, Any]:
     asked = queries_of(queries)
     started = time.perf_counter()
     answers = answer(asked)
-    return {"build": build, "request": time.perf_counter() - started, "rss": _rss(), "answers": answers}
+    seconds = time.perf_counter() - started
+    return {"build": build, "request": seconds, "rss": _rss(), "workers": _worker_rss(), "answers": answers}
+
+
+def _worker_rss() -> float:
+    """The largest peak RSS among the Spark Python workers (reused across tasks: the ones that built and answered)."""
+    import os
+
+    def peak(_: int) -> tuple[int, float]:
+        return os.getpid(), _rss()
+
+    return max(rss for _, rss in spark_session().sparkContext.parallelize(range(8), 8).map(peak).collect())
 
 
 def _rss() -> float:
@@ -170,6 +181,7 @@ def main() -> None:
         subprocess.run([sys.executable, __file__, "--make", str(documents), "--folder", scratch], check=True)
         full, quarter_corpus, edited = (f"{scratch}/{name}.parquet" for name in ("full", "quarter", "edited"))
         raw = measured("raw", full, queries, scratch)
+        raw_shard = measured("raw", quarter_corpus, queries, scratch)
         driver = measured("1", full, queries, f"{scratch}/driver")
         two = measured("2", full, queries, f"{scratch}/two")
         four = measured("4", full, queries, f"{scratch}/four")
@@ -183,6 +195,11 @@ def main() -> None:
         print(
             f"{name:<28}{result['build']:>9.1f}{speed:>10.2f}x{result['rss']:>12.0f}{queries / result['request']:>11.0f}"
         )
+    workers = four["workers"]
+    print(
+        f"largest Spark Python worker peak with 4 shards (each built and holds 2 of them): {workers:.0f} MiB; raw bm25s "
+        f"over one shard's documents ({documents // 4:,}): {raw_shard['rss']:.0f} MiB ({workers / raw_shard['rss']:.2f}x)"
+    )
     growth = four["rss"] / quarter["rss"] - 1
     print(f"driver peak RSS with 4 shards: {quarter['rss']:.0f} MiB at 1x, {four['rss']:.0f} MiB at 4x ({growth:+.1%})")
     print(f"4 shards answer exactly as one index: {four['answers'] == driver['answers']}")

@@ -163,6 +163,23 @@ def test_dense_shards_rank_as_one_flat_index(tmp_path: Path) -> None:
         assert [score for _, score in query_found] == pytest.approx([score for _, score in query_expected], rel=1e-6)
 
 
+@pytest.mark.parametrize("filters", [None, {"group": [0, 1]}])
+def test_hybrid_shards_fuse_the_merged_rankings_as_one_index(filters: dict[str, Any] | None, tmp_path: Path) -> None:
+    generator = random.Random(7)
+    documents = random_corpus(generator, 90)
+    queries = ["oil engine", "moon tide light", "das brot", "stone", "river salt wind"]
+    options = {"retrieve_backend": "hybrid_rrf", "embedding_model": "hash", "query_text": queries, "top_k": 6}
+    options.update(index_shards=3, rrf_candidates=8, explain=True)
+    if filters is not None:
+        options["filters"] = filters
+    found = sharded(corpus_frame(documents, 4), {**options, "index_dir": str(tmp_path)})
+    expected = one_index(documents, options)
+    assert ranked(found) == ranked(expected)
+    for query_found, query_expected in zip(found, expected, strict=True):
+        for passage, one in zip(query_found, query_expected, strict=True):
+            assert passage["explanation"] == {**one["explanation"], "shards": 3}
+
+
 def test_a_frame_of_queries_gets_each_answer_on_its_row(tmp_path: Path) -> None:
     documents = [{"doc_id": f"d{i:02d}", "text": f"w{i} common", "query": f"w{i}"} for i in range(40)]
     frame = corpus_frame(documents, 3).selectExpr(COLUMN, f"{COLUMN}.query AS spark_queries")
@@ -195,6 +212,7 @@ def test_shards_need_a_spark_corpus_and_an_index_dir(tmp_path: Path) -> None:
     [
         ({"retrieve_backend": "tfidf", "tfidf_ngram_max": 2}, "tfidf_ngram_max"),
         ({"retrieve_backend": "faiss", "faiss_index": "hnsw"}, "faiss_index"),
+        ({"retrieve_backend": "hybrid_rrf", "faiss_index": "ivf"}, "faiss_index"),
         ({"retrieve_backend": "bm25s", "principals": ["ann"]}, "principals"),
     ],
 )

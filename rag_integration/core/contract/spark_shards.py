@@ -103,11 +103,8 @@ class ShardJob:
     root: Path
     shards: int
     column: str
-
-    @property
-    def language(self) -> str | None:
-        language = getattr(self.index_settings, "language", None)
-        return language if isinstance(language, str) else None
+    language: str | None
+    """The language option documents are analysed under (``auto`` needs the corpus-wide sample), None if none."""
 
 
 @dataclass(frozen=True)
@@ -148,12 +145,31 @@ def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
 
 def answer_shards(frame: SparkFrame, job: ShardJob, shard_set: ShardSet, query: ShardQuery) -> Rows:
     """Each query's passages: every shard's best ``top_k`` (filters applied there), merged by score, then doc_id."""
-    found: list[tuple[int, Rows]] = _collected(_each_shard(frame, shard_set, _answerer(job, shard_set, query)))
-    per_shard = [rows for _, rows in sorted(found, key=lambda pair: pair[0])]
+    backend, settings = job.backend, job.settings
+    per_shard: list[Rows] = on_each_shard(
+        frame, job, shard_set, lambda documents, index: backend.rank_shard(documents, index, query, settings)
+    )
     return [
-        merged_passages([rows[position] for rows in per_shard], query.top_k, shard_set.shards)
-        for position in range(len(query.queries))
+        merged_passages([rows[position] for rows in per_shard], query.top_k) for position in range(len(query.queries))
     ]
+
+
+def on_each_shard(
+    frame: SparkFrame, job: ShardJob, shard_set: ShardSet, work: Callable[[Sequence[Document], Any], Any]
+) -> list[Any]:
+    """``work(documents, index)`` on every shard of the set, one task each on the executors (each shard's index from
+    that process's cache, or read and made now); the results in shard order."""
+    if not shard_set.shards:
+        return []
+
+    def run(positions: Iterator[int]) -> Iterator[tuple[int, Any]]:
+        for position in positions:
+            sharded = _shard_index(job, shard_set, position)
+            yield position, work(sharded.documents, sharded.index)
+
+    tasks = frame.sparkSession.sparkContext.parallelize(range(shard_set.shards), shard_set.shards)
+    found = _collected(tasks.mapPartitions(_carried(run)).collect())
+    return [result for _, result in sorted(found, key=lambda pair: pair[0])]
 
 
 def _each_shard(frame: SparkFrame, shard_set: ShardSet, work: Callable[[Iterator[int]], Iterator[Any]]) -> list[Any]:
@@ -191,15 +207,10 @@ def answers_by_query(
     return with_answer_column(frame, name, shape, answer)
 
 
-def merged_passages(lists: Iterable[list[dict[str, Any]]], top_k: int, shards: int) -> list[dict[str, Any]]:
+def merged_passages(lists: Iterable[list[dict[str, Any]]], top_k: int) -> list[dict[str, Any]]:
     """The best ``top_k`` of the shards' ranked passages by score, ties by doc_id, ranked again from 1."""
     pooled = sorted((passage for passages in lists for passage in passages), key=lambda p: (-p["score"], p["doc_id"]))
-    merged = []
-    for rank, passage in enumerate(pooled[:top_k], start=1):
-        merged.append({**passage, "rank": rank})
-        if "explanation" in passage:
-            merged[-1]["explanation"] = {**passage["explanation"], "shards": shards}
-    return merged
+    return [{**passage, "rank": rank} for rank, passage in enumerate(pooled[:top_k], start=1)]
 
 
 def partition_keys(shards: int) -> list[int]:
@@ -345,15 +356,6 @@ def _analyser(job: ShardJob, shard_set: ShardSet) -> Callable[[Iterator[int]], I
             yield position, job.backend.shard_part(documents, job.index_settings, folder, shard_set.placement)
 
     return analyse
-
-
-def _answerer(job: ShardJob, shard_set: ShardSet, query: ShardQuery) -> Callable[[Iterator[int]], Iterator[Any]]:
-    def answer(positions: Iterator[int]) -> Iterator[tuple[int, Rows]]:
-        for position in positions:
-            sharded = _shard_index(job, shard_set, position)
-            yield position, job.backend.rank_shard(sharded.documents, sharded.index, query, job.settings)
-
-    return answer
 
 
 def _shard_index(job: ShardJob, shard_set: ShardSet, position: int) -> ShardedIndex:

@@ -56,22 +56,22 @@ def rank_corpus(
     metadata_filter: MetadataFilter | None = None,
     return_metadata: bool = False,
     explain: Explain | None = None,
+    candidate_count: int | None = None,
 ) -> list[list[dict[str, Any]]]:
     """Passage rows for every query: filter to a mask, search with exact ties, rank; ``search`` is called only
-    when some document can be returned, so a backend never builds an index for nothing.
+    when some document can be returned, so a backend never builds an index for nothing. ``candidate_count`` is
+    how many documents the search ranks when ``documents`` holds only those it may return (a sharded corpus's).
 
     Each slice of queries is ranked as soon as it is searched, so only one slice's raw hits are alive at a time.
     With ``explain``, each row also gets ``explanation``, asked for once for every query's returned passages
     after all are ranked; without it nothing of the kind is kept.
     """
-    allowed = None
-    if metadata_filter is not None:
-        allowed = np.zeros(len(documents), dtype=bool)
-        allowed[metadata_filter.positions(documents)] = True
+    allowed = allowed_mask(documents, metadata_filter)
     rows: list[list[dict[str, Any]]] = [[] for _ in queries]
     if not documents or (allowed is not None and not allowed.any()):
         return rows
-    exact = iter_exact_ties(lambda batch, depth: search(batch, depth, allowed), queries, top_k, len(documents))
+    count = len(documents) if candidate_count is None else candidate_count
+    exact = iter_exact_ties(lambda batch, depth: search(batch, depth, allowed), queries, top_k, count)
     if explain is None:
         for position, hits, _ in exact:
             rows[position] = rank_hits(hits, documents, top_k, return_metadata=return_metadata)
@@ -88,6 +88,15 @@ def rank_corpus(
         for row, explanation in zip(rows[position], explanations, strict=True):
             row["explanation"] = explanation
     return rows
+
+
+def allowed_mask(documents: Sequence[Document], metadata_filter: MetadataFilter | None) -> AllowedMask:
+    """The documents ``metadata_filter`` lets through as a mask over positions, None without a filter."""
+    if metadata_filter is None:
+        return None
+    allowed = np.zeros(len(documents), dtype=bool)
+    allowed[metadata_filter.positions(documents)] = True
+    return allowed
 
 
 def rank_hits(

@@ -187,10 +187,12 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         shards = INDEX_SHARDS.read(reader)
         settings_key = IndexKey.of(str(cls.BACKEND), index_settings, "").settings
         root = shards_root(index_dir, str(cls.BACKEND), settings_key, shards)
-        job = ShardJob(cls, settings, index_settings, root, shards, column)
+        job = ShardJob(cls, settings, index_settings, root, shards, column, cls.analysis_language(index_settings))
         shard_set = build_shards(data, job)
         check_deadline(f"after {cls.__name__} built {shards} shards")
-        answers = answer_shards(data, job, shard_set, query) if queries else []
+        answers = cls.sharded_rows(data, job, shard_set, query) if queries else []
+        for passage in (passage for passages in answers for passage in passages if "explanation" in passage):
+            passage["explanation"] = {**passage["explanation"], "shards": shard_set.shards}
         shape = cls.output_shape(reader)
         if queries_column is None:
             return SparkAdapter().write(cls.FEATURE_NAME, answers, shape, None)
@@ -202,6 +204,19 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         exactly as one index. By default a backend that has not declared ``SHARDS_RANK_AS_ONE`` is refused."""
         if not cls.SHARDS_RANK_AS_ONE:
             raise InvalidOptionError(INDEX_SHARDS.key, "> 1", f"1 for retrieve_backend '{cls.BACKEND}' (no shards)")
+
+    @classmethod
+    def analysis_language(cls, settings: K) -> str | None:
+        """The ``language`` the index analyses documents under (``auto``: the shards need the corpus's sample), or
+        None for an index that analyses none."""
+        language = getattr(settings, "language", None)
+        return language if isinstance(language, str) else None
+
+    @classmethod
+    def sharded_rows(cls, frame: SparkFrame, job: ShardJob, shard_set: ShardSet, query: ShardQuery) -> list[Any]:
+        """Every query's rows from the shards: by default each shard's best ``top_k`` (``rank_shard``), merged by
+        score, then doc_id (``answer_shards``)."""
+        return answer_shards(frame, job, shard_set, query)
 
     @classmethod
     def shard_part(
@@ -251,15 +266,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
             return cls.search(built, queries, depth, allowed, settings)
 
         def explain(ranked: list[RankedQuery], allowed: AllowedMask) -> list[list[dict[str, Any]]]:
-            details = cls.explain(index(), ranked, allowed, settings)
-            checked = checked_explanations(cls.__name__, details, [len(query.hits) for query in ranked])
-            return [
-                [
-                    {"backend": cls.BACKEND, "kind": kind, "score": score, **detail}
-                    for (_, score), (kind, detail) in zip(query.hits, query_details, strict=True)
-                ]
-                for query, query_details in zip(ranked, checked, strict=True)
-            ]
+            return cls.explanations(ranked, cls.explain(index(), ranked, allowed, settings))
 
         return rank_corpus(
             documents,
@@ -270,6 +277,19 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
             request.return_metadata,
             explain if request.explain else None,
         )
+
+    @classmethod
+    def explanations(cls, ranked: list[RankedQuery], details: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
+        """``explain``'s details checked (one per passage, each with a ``kind``) and completed with the backend and
+        the passage's score."""
+        checked = checked_explanations(cls.__name__, details, [len(query.hits) for query in ranked])
+        return [
+            [
+                {"backend": cls.BACKEND, "kind": kind, "score": score, **detail}
+                for (_, score), (kind, detail) in zip(query.hits, query_details, strict=True)
+            ]
+            for query, query_details in zip(ranked, checked, strict=True)
+        ]
 
     @classmethod
     def open_index(cls, request: RetrieveRequest, settings: S) -> tuple[Sequence[Document], Callable[[], I]]:

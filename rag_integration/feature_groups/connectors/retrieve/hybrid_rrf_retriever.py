@@ -13,14 +13,25 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from rag_integration.core.contract.spark_shards import ShardJob, ShardQuery, on_each_shard
 from rag_integration.core.documents.corpus import Document
 from rag_integration.core.indexes.cache import INDEX_CACHE, approximate_bytes, building_into
+from rag_integration.core.indexes.shards import ShardSet, TermStatistics
 from rag_integration.core.options import OptionReader, read_options
 from rag_integration.core.ranking.covered_fusion import CoveredFusion, Fusion
 from rag_integration.core.ranking.fusion import RrfOptions
-from rag_integration.core.ranking.passages import AllowedMask, Hits, RankedQuery
+from rag_integration.core.ranking.passages import (
+    TIE_MARGIN,
+    AllowedMask,
+    Hits,
+    RankedQuery,
+    allowed_mask,
+    rank_corpus,
+)
+from rag_integration.core.ranking.sharded_fusion import ShardCandidates, ShardedFusion
+from rag_integration.core.text.languages import CorpusPlacement
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 from rag_integration.feature_groups.connectors.retrieve.bm25s_retriever import (
     Bm25sIndexSettings,
@@ -32,6 +43,9 @@ from rag_integration.feature_groups.connectors.retrieve.faiss_retriever import (
     FaissDenseRetriever,
     FaissDenseSettings,
 )
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame as SparkFrame
 
 RANKERS: tuple[type[BaseRetrieveConnector[Any, Any, Any]], ...] = (Bm25sRetriever, FaissDenseRetriever)
 
@@ -79,6 +93,7 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
     """``retrieve_backend="hybrid_rrf"``: fuses bm25s and faiss (``rrf_k``, ``rrf_weights``, ``rrf_candidates``)."""
 
     BACKEND: ClassVar[str | None] = "hybrid_rrf"
+    SHARDS_RANK_AS_ONE: ClassVar[bool] = True
     OPTIONS: ClassVar[tuple[str, ...]] = (*Bm25sRetriever.own_options(), *FaissDenseRetriever.own_options())
     SETTINGS: ClassVar[type[Any] | None] = RrfOptions
     EXTRA: ClassVar[str | None] = "all"
@@ -131,6 +146,59 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
                 ranker.shared_index(documents, ranker_settings, index_dir)
 
     @classmethod
+    def analysis_language(cls, settings: HybridIndexSettings) -> str | None:
+        return settings.bm25s.language
+
+    @classmethod
+    def check_shardable(cls, settings: HybridSettings) -> None:
+        FaissDenseRetriever.check_shardable(settings.faiss)
+
+    @classmethod
+    def shard_part(
+        cls,
+        documents: Sequence[Document],
+        settings: HybridIndexSettings,
+        folder: Path,
+        placement: CorpusPlacement | None,
+    ) -> TermStatistics:
+        FaissDenseRetriever.shard_part(documents, settings.faiss, folder, placement)
+        return Bm25sRetriever.shard_part(documents, settings.bm25s, folder, placement)
+
+    @classmethod
+    def shard_index(
+        cls, documents: Sequence[Document], settings: HybridIndexSettings, folder: Path, shard_set: ShardSet
+    ) -> HybridIndex:
+        lexical = Bm25sRetriever.shard_index(documents, settings.bm25s, folder, shard_set)
+        dense = FaissDenseRetriever.shard_index(documents, settings.faiss, folder, shard_set)
+        return HybridIndex((lexical, dense), tuple(document.doc_id for document in documents))
+
+    @classmethod
+    def sharded_rows(cls, frame: SparkFrame, job: ShardJob, shard_set: ShardSet, query: ShardQuery) -> list[Any]:
+        """Each ranking merged over the shards as deep as one index's fusion reads it, then fused here: a shard's
+        own fusion would rank by its own ranks, not the corpus's (``ShardedFusion``)."""
+        settings: HybridSettings = job.settings
+        total = shard_set.corpus_terms().statistics.document_count
+
+        def gather(candidates: int) -> list[ShardCandidates]:
+            return on_each_shard(
+                frame, job, shard_set, lambda docs, index: _shard_candidates(docs, index, query, candidates, settings)
+            )
+
+        names = [str(ranker.BACKEND) for ranker in RANKERS]
+        fusion = ShardedFusion(shard_set.corpus_terms(), settings.fusion, settings.weights, names, total, gather)
+        return rank_corpus(
+            fusion.documents(query.queries, min(query.top_k + TIE_MARGIN, total)),
+            query.queries,
+            query.top_k,
+            lambda queries, depth, _: fusion.search(queries, depth),
+            return_metadata=query.return_metadata,
+            explain=(lambda ranked, allowed: cls.explanations(ranked, fusion.explain(ranked)))
+            if query.explain
+            else None,
+            candidate_count=total,
+        )
+
+    @classmethod
     def search(
         cls, index: HybridIndex, queries: list[str], depth: int, allowed: AllowedMask, settings: HybridSettings
     ) -> list[Hits]:
@@ -179,3 +247,20 @@ def _fusions(
         fusion.fuse(lexical, dense, lexical_index.query_language(query))
         for query, lexical, dense in zip(queries, lexical_hits, dense_hits, strict=True)
     ]
+
+
+def _shard_candidates(
+    documents: Sequence[Document], index: HybridIndex, query: ShardQuery, candidates: int, settings: HybridSettings
+) -> ShardCandidates:
+    """One shard's rankings of every query, ``candidates`` deep, for the fusion on the driver."""
+    allowed = allowed_mask(documents, query.metadata_filter)
+    lexical_index, dense_index = index.rankers
+    lexical, dense = (
+        ranker.search_exact(ranker_index, query.queries, candidates, allowed, len(documents), ranker_settings)
+        for ranker, ranker_index, ranker_settings in zip(
+            RANKERS, index.rankers, (settings.bm25s, settings.faiss), strict=True
+        )
+    )
+    query_languages = [lexical_index.query_language(text) for text in query.queries]
+    covered = dense_index.query_vectors.embedder.languages
+    return ShardCandidates.of(documents, lexical_index.languages, lexical, dense, query_languages, covered)
