@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from rag_integration.core.contract.frames import SparkAdapter
-from rag_integration.core.contract.spark_shards import partition_keys, spark_hash
+from rag_integration.core.contract.spark_shards import ShardJob, _by_shard, partition_keys, spark_hash
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, MissingOptionError
 from rag_integration.core.indexes.shards import SHARDS_FOLDER
 from rag_integration.core.options import OptionReader
@@ -299,3 +299,8 @@ def test_each_shard_is_its_own_spark_partition(shards: int) -> None:
     assert {row["partition_key"]: row["part"] for row in spread.collect()} == {key: s for s, key in enumerate(keys)}
     checked = spark_test_session().range(-300, 300).selectExpr("id", "hash(id) AS hashed").collect()
     assert [spark_hash(row["id"]) for row in checked] == [row["hashed"] for row in checked]
+    documents = [{"doc_id": f"d{i}", "text": "oil", "year": i} for i in range(20 * shards)]
+    settings = Bm25sRetriever.read_settings(OptionReader({"retrieve_backend": "bm25s"}))
+    job = ShardJob(Bm25sRetriever, settings, settings.index, Path("unused"), shards, COLUMN, "en")
+    placed = _by_shard(corpus_frame(documents, 3), job).selectExpr("shard", "spark_partition_id() AS part").collect()
+    assert all(row["shard"] == row["part"] for row in placed) and len({row["shard"] for row in placed}) == shards

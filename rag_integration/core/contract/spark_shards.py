@@ -36,13 +36,12 @@ from rag_integration.core.indexes.shards import (
     metadata_json,
     read_shard_documents,
     shard_folder,
-    shard_of,
     write_shard_documents,
     write_snapshot,
 )
 from rag_integration.core.text.analysis import AUTO
 from rag_integration.core.text.languages import CorpusPlacement, PlacementSample
-from rag_integration.core.unicode_text import require_valid_text, require_valid_texts
+from rag_integration.core.unicode_text import require_valid_texts
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -126,8 +125,7 @@ def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
     shards = job.shards
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=PYSPARK_PANDAS_WARNING, category=FutureWarning)
-        keyed = frame.select(job.column).mapInArrow(_keyer(job.column, shards, partition_keys(shards)), KEYED_SCHEMA)
-        spread = keyed.repartition(shards, "partition_key").mapInArrow(_writer(job), "result binary")
+        spread = _by_shard(frame, job).mapInArrow(_writer(job), "result binary")
     written: list[_Written] = _collected([pickle.loads(row[0]) for row in spread.collect()])
     held = sorted((item for item in written if item.documents), key=lambda item: item.shard)
     numbers, versions = tuple(item.shard for item in held), tuple(item.version for item in held)
@@ -243,56 +241,37 @@ def spark_hash(value: int) -> int:
     return h1 - (1 << 32) if h1 >= 1 << 31 else h1
 
 
-KEYED_SCHEMA = "partition_key long, shard int, doc_id string, text string, metadata string, failure binary"
+def _by_shard(frame: SparkFrame, job: ShardJob) -> SparkFrame:
+    """The corpus's documents as columns, each shard (Spark's ``xxhash64`` of the doc_id, the same in every run and
+    process) in the partition of its number: the shuffle runs in Spark, no row passes through Python on the way."""
+    from pyspark.sql import functions
+    from pyspark.sql.types import IntegralType, StringType, StructType
 
-
-def _keyer(column: str, shards: int, keys: list[int]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """Each corpus row as its shard (a hash of its doc_id), doc_id, text and metadata JSON, columnar; a row that is
-    no document becomes a ``failure`` row carrying the typed error."""
-    import pyarrow as pa
-
-    def keyed(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            try:
-                doc_ids, texts, metadata = _document_columns(batch.column(0), column)
-                numbers = [shard_of(doc_id, shards) for doc_id in doc_ids]
-                failures: list[bytes | None] = [None] * len(doc_ids)
-            except ConnectorError as error:
-                doc_ids, texts, metadata, numbers, failures = [""], [""], ["{}"], [0], [pickle.dumps(error)]
-            arrays = [[keys[number] for number in numbers], numbers, doc_ids, texts, metadata, failures]
-            types = [pa.int64(), pa.int32(), pa.string(), pa.string(), pa.string(), pa.binary()]
-            names = ["partition_key", "shard", "doc_id", "text", "metadata", "failure"]
-            yield pa.RecordBatch.from_arrays([pa.array(a, t) for a, t in zip(arrays, types, strict=True)], names=names)
-
-    return keyed
-
-
-def _document_columns(rows: pa.Array, column: str) -> tuple[list[str], list[str], list[str]]:
-    """doc_ids, texts and metadata JSON of a struct column of documents, each row checked as ``read_document``
-    checks a document dict (a str or int doc_id, a text string), its other fields its metadata."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not pa.types.is_struct(rows.type) or {"doc_id", "text"} - {field.name for field in rows.type}:
-        raise InvalidOptionError(
-            column, str(rows.type), "rows of documents with a doc_id and a text, with index_shards"
-        )
-    if rows.null_count:
-        raise InvalidOptionError(column, None, "a document in every row")
-    doc_ids, texts = rows.field("doc_id"), rows.field("text")
-    if pa.types.is_integer(doc_ids.type):
-        doc_ids = pc.cast(doc_ids, pa.string())
-    if not pa.types.is_string(doc_ids.type) or doc_ids.null_count:
-        raise InvalidOptionError(f"{column}.doc_id", str(doc_ids.type), "a str or int doc_id in every row")
-    if not pa.types.is_string(texts.type) or texts.null_count:
-        raise InvalidOptionError(f"{column}.text", str(texts.type), "a string text in every row")
-    others = [field.name for field in rows.type if field.name not in ("doc_id", "text")]
-    ids, listed_texts = doc_ids.to_pylist(), texts.to_pylist()
-    if not others:
-        return ids, listed_texts, ["{}"] * len(ids)
-    fields = pa.StructArray.from_arrays([rows.field(name) for name in others], others).to_pylist()
-    documents = [Document(doc_id, "", values) for doc_id, values in zip(ids, fields, strict=True)]
-    return ids, listed_texts, [metadata_json(document, column) for document in documents]
+    column = job.column
+    kind = frame.schema[column].dataType
+    fields = {field.name: field.dataType for field in kind.fields} if isinstance(kind, StructType) else {}
+    if not isinstance(fields.get("doc_id"), (StringType, IntegralType)) or not isinstance(
+        fields.get("text"), StringType
+    ):
+        expected = "rows of documents with a str or int doc_id and a string text, with index_shards"
+        raise InvalidOptionError(column, kind.simpleString(), expected)
+    doc_id = functions.col(column)["doc_id"].cast("string")
+    shard = functions.pmod(functions.xxhash64(doc_id), functions.lit(job.shards))
+    keys = functions.array(*[functions.lit(key).cast("long") for key in partition_keys(job.shards)])
+    others = [name for name in fields if name not in ("doc_id", "text")]
+    selected = frame.select(
+        functions.element_at(keys, (shard + 1).cast("int")).alias("partition_key"),
+        shard.cast("int").alias("shard"),
+        doc_id.alias("doc_id"),
+        functions.col(column)["text"].alias("text"),
+        functions.col(column).isNull().alias("missing"),
+        *(
+            [functions.struct(*[functions.col(column)[name].alias(name) for name in others]).alias("metadata")]
+            if others
+            else []
+        ),
+    )
+    return selected.repartition(job.shards, "partition_key")
 
 
 def _writer(job: ShardJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -301,30 +280,23 @@ def _writer(job: ShardJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.R
     import pyarrow as pa
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = pa.Table.from_batches(list(batches), schema=_keyed_schema())
-        for result in _written(job, table):
+        listed = list(batches)
+        if not listed:
+            return
+        for result in _written(job, pa.Table.from_batches(listed)):
             yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(result)], pa.binary())], names=["result"])
 
     return write
 
 
-def _keyed_schema() -> pa.Schema:
-    import pyarrow as pa
-
-    names = ["partition_key", "shard", "doc_id", "text", "metadata", "failure"]
-    types = [pa.int64(), pa.int32(), pa.string(), pa.string(), pa.string(), pa.binary()]
-    return pa.schema([pa.field(name, kind) for name, kind in zip(names, types, strict=True)])
-
-
 def _written(job: ShardJob, table: pa.Table) -> Iterator[_Written | _Failure]:
-    failures = [failure for failure in table.column("failure").to_pylist() if failure is not None]
-    if failures:
-        yield _Failure(pickle.loads(failures[0]))
+    try:
+        doc_ids, texts, metadata = _document_columns(table, job.column)
+    except ConnectorError as error:
+        yield _Failure(error)
         return
-    shards = table.column("shard").to_pylist()
-    doc_ids, texts, metadata = (table.column(name).to_pylist() for name in ("doc_id", "text", "metadata"))
     rows: dict[int, list[int]] = {}
-    for row, shard in enumerate(shards):
+    for row, shard in enumerate(table.column("shard").to_pylist()):
         rows.setdefault(shard, []).append(row)
     for shard, held in sorted(rows.items()):
         try:
@@ -333,15 +305,34 @@ def _written(job: ShardJob, table: pa.Table) -> Iterator[_Written | _Failure]:
             yield _Failure(error)
 
 
+def _document_columns(table: pa.Table, column: str) -> tuple[list[str], list[str], list[str]]:
+    """doc_ids, texts and metadata JSON of the rows, each checked as ``read_document`` checks a document dict."""
+    import pyarrow.compute as pc
+
+    if pc.any(table.column("missing")).as_py():
+        raise InvalidOptionError(column, None, "a document in every row")
+    if table.column("doc_id").null_count:
+        raise InvalidOptionError(f"{column}.doc_id", None, "a str or int doc_id in every row")
+    if table.column("text").null_count:
+        raise InvalidOptionError(f"{column}.text", None, "a string text in every row")
+    doc_ids, texts = table.column("doc_id").to_pylist(), table.column("text").to_pylist()
+    if "metadata" not in table.column_names:
+        return doc_ids, texts, ["{}"] * len(doc_ids)
+    listed = table.column("metadata").to_pylist()
+    return (
+        doc_ids,
+        texts,
+        [metadata_json(Document(doc_id, "", values), column) for doc_id, values in zip(doc_ids, listed, strict=True)],
+    )
+
+
 def _shard_written(job: ShardJob, shard: int, rows: list[tuple[str, str, str]]) -> _Written:
-    option = f"{job.column} (shard {shard})"
     rows.sort()
     for first, second in itertools.pairwise(rows):
         if first[0] == second[0]:
             raise DuplicateDocIdError(job.column, first[0])
-    documents = [Document(doc_id, require_valid_text(text, option)) for doc_id, text, _ in rows]
-    metadata = [listed for _, _, listed in rows]
-    version = write_shard_documents(shard_folder(job.root, shard), shard, documents, metadata)
+    documents = [Document(doc_id, text) for doc_id, text, _ in rows]  # Arrow's UTF-8 decodes to valid text
+    version = write_shard_documents(shard_folder(job.root, shard), shard, documents, [listed for *_, listed in rows])
     sample = None
     if job.language == AUTO:
         sample = PlacementSample.of([document.text for document in documents], text_digests(documents))

@@ -2,7 +2,7 @@
 store version, each shard's part of the corpus-wide term statistics and their sum, and the snapshot that names
 the shard versions and statistics answered together.
 
-A document's shard is a hash of its doc_id, so an edited corpus changes only the shards holding changed documents.
+A document's shard is a hash of its doc_id (Spark's ``xxhash64``, ``core.contract.spark_shards``), so an edited corpus changes only the shards holding changed documents.
 Statistics add over disjoint shards (``CorpusStatistics``); scored with their sum, every shard ranks its documents
 as rows of one index over the whole corpus (``core.ranking.bm25_scores``).
 """
@@ -53,12 +53,6 @@ SNAPSHOT_KIND = "shard-snapshot"
 _DOCUMENT_COLUMNS = ("doc_id", "text", "metadata")
 
 
-def shard_of(doc_id: str, shards: int) -> int:
-    """The shard a document belongs to: a hash of its doc_id (the same in every process and run)."""
-    digest = hashlib.blake2b(doc_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    return int.from_bytes(digest, "little") % shards
-
-
 def shard_folder(root: Path, shard: int) -> Path:
     return root / f"shard-{shard}"
 
@@ -78,34 +72,26 @@ def metadata_json(document: Document, option: str) -> str:
         raise InvalidOptionError(f"{option} (doc_id {document.doc_id!r})", str(error), expected) from None
 
 
-def documents_fingerprint(documents: Sequence[Document], metadata: Sequence[str]) -> str:
-    """A hash of the documents in order: ids, text digests and metadata JSON, each part length-prefixed."""
-    hasher = hashlib.sha256(len(documents).to_bytes(8, "little"))
-    for document, digest, listed in zip(documents, text_digests(documents), metadata, strict=True):
-        for part in (document.doc_id.encode("utf-8", "surrogatepass"), digest, listed.encode("utf-8", "surrogatepass")):
-            hasher.update(len(part).to_bytes(8, "little"))
-            hasher.update(part)
-    return hasher.hexdigest()
-
-
 def write_shard_documents(folder: Path, shard: int, documents: Sequence[Document], metadata: Sequence[str]) -> str:
     """Keep a shard's documents (sorted by doc_id by the caller) with their ``metadata`` JSON as the live version
-    of the store in ``folder``, unless it already holds exactly them; the live version's name."""
-    claim = StoreClaim(DOCUMENTS_KIND, {"shard": shard}, documents_fingerprint(documents, metadata))
+    of the store in ``folder``, unless it already holds exactly them (the same file bytes); the live version's
+    name."""
+    pa = require_module("pyarrow", "pyarrow", "frameworks")
+    columns = ([document.doc_id for document in documents], [document.text for document in documents], metadata)
+    table = pa.table({name: pa.array(values, pa.large_string()) for name, values in zip(_DOCUMENT_COLUMNS, columns)})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    written = sink.getvalue()
+    claim = StoreClaim(DOCUMENTS_KIND, {"shard": shard}, hashlib.sha256(memoryview(written)).hexdigest())
     store = folder / "documents"
     if intact_claim(store) == claim:
         version = current_version(store)
         assert version is not None
         return version.name
-    pa = require_module("pyarrow", "pyarrow", "frameworks")
 
     def save(staging: Path) -> None:
-        columns = ([document.doc_id for document in documents], [document.text for document in documents], metadata)
-        table = pa.table(
-            {name: pa.array(values, pa.large_string()) for name, values in zip(_DOCUMENT_COLUMNS, columns)}
-        )
-        with pa.OSFile(str(staging / DOCUMENTS_FILE), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table)
+        (staging / DOCUMENTS_FILE).write_bytes(memoryview(written))
 
     return write_store(store, claim, save)
 
@@ -130,7 +116,7 @@ def read_shard_documents(folder: Path, version_name: str) -> list[Document]:
         if len(set(doc_ids)) != len(doc_ids):
             raise IndexMismatchError("index_dir", str(path), "unique doc_ids in a shard")
         return [
-            Document(doc_id, text, _metadata(listed, path))
+            Document(doc_id, text) if listed == "{}" else Document(doc_id, text, _metadata(listed, path))
             for doc_id, text, listed in zip(doc_ids, texts, metadata, strict=True)
         ]
 
@@ -216,15 +202,13 @@ class CorpusTerms:
         return hasher.hexdigest()
 
     def counts(self, analysed: AnalysedCorpus) -> TermCountArrays:
-        """A shard's term counts with this vocabulary's ids, each row sorted by id."""
+        """A shard's term counts with this vocabulary's ids (rows keep the shard's order of terms: scores and
+        statistics do not depend on it)."""
         renumbered = np.zeros(len(analysed.vocabulary), dtype=np.int32)
         for term, term_id in analysed.vocabulary.items():
             renumbered[term_id] = self.vocabulary[term]
         counts = analysed.counts
-        terms = renumbered[counts.terms]
-        rows = np.repeat(np.arange(counts.document_count, dtype=np.int64), np.diff(counts.indptr))
-        order = np.lexsort((terms, rows))
-        return TermCountArrays(counts.indptr, terms[order], counts.counts[order], len(self.vocabulary))
+        return TermCountArrays(counts.indptr, renumbered[counts.terms], counts.counts, len(self.vocabulary))
 
     def corpus_languages(self, analysed: AnalysedCorpus) -> CorpusLanguages:
         """A shard's document languages among the corpus's, with the corpus's main language."""
