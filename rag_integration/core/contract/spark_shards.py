@@ -2,7 +2,7 @@
 driver, only each shard's statistics (document count, total length, document frequency per term) and each
 query's best passages.
 
-Three jobs. The corpus's rows go to their shard (a hash of the doc_id, ``core.indexes.shards``) and each shard
+Three jobs. The corpus's rows go to their shard (Spark's ``xxhash64`` of the doc_id, shuffled by Spark) and each shard
 keeps its documents, sorted by doc_id, as a store version in ``index_dir`` (with, under ``auto``, its part of the
 language sample). Each shard then makes what its backend keeps (analysed terms, embeddings) and returns its
 statistics, which the driver sums and records with the shard versions as one snapshot. Queries are answered by
