@@ -15,6 +15,7 @@ from rag_integration.core.errors import ArgumentError
 from rag_integration.core.indexes.cache import INDEX_CACHE, VIEW_CACHE
 from rag_integration.core.indexes.embedding_memo import EMBEDDING_MEMO, text_key
 from rag_integration.core.indexes.retention import prune_index_stores
+from rag_integration.core.indexes.shards import forget_shards
 from rag_integration.core.indexes.store import current_version, live_version_name, remove_store
 from rag_integration.core.indexes.term_counts import ANALYSIS_MEMO
 from rag_integration.core.indexes.vector_index import faiss_vectors
@@ -45,6 +46,8 @@ class ForgetReport:
     """Analysed corpora removed (their vocabularies named the documents' words)."""
     indexes: int
     """Index stores removed: each is made from a corpus again on the next request."""
+    shards: int
+    """Shards of a sharded corpus (``index_shards``) removed with what they kept: built again on the next request."""
     held: int
     """Older store versions a reader still holds: removed by the next write once released."""
 
@@ -53,7 +56,8 @@ class ForgetReport:
         held = f"; {self.held} older version(s) still being read, removed on the next write" if self.held else ""
         return (
             f"forgot {self.forgotten} document(s) in {self.index_dir} ({self.remaining} remain): {self.vectors} "
-            f"vector(s), {self.analyses} analysed corpus(es) and {self.indexes} index(es) removed{missing}{held}"
+            f"vector(s), {self.analyses} analysed corpus(es), {self.indexes} index(es) and {self.shards} shard(s) "
+            f"removed{missing}{held}"
         )
 
 
@@ -115,6 +119,7 @@ def forget(
         vectors=EMBEDDING_MEMO.forget(folder, vector_keys.__contains__) if texts else 0,
         analyses=ANALYSIS_MEMO.forget(folder, analysis_keys.__contains__) if texts else 0,
         indexes=prune_index_stores(folder, keep=0) if texts else 0,
+        shards=forget_shards(folder, lambda doc_id, metadata: _named(Document(doc_id, "", metadata), ids)),
         held=held,
     )
 

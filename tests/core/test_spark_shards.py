@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from rag_integration.application import forget
 from rag_integration.core.contract.frames import SparkAdapter
 from rag_integration.core.contract.spark_shards import ShardJob, _by_shard, partition_keys, spark_hash
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, MissingOptionError
@@ -304,3 +305,22 @@ def test_each_shard_is_its_own_spark_partition(shards: int) -> None:
     job = ShardJob(Bm25sRetriever, settings, settings.index, Path("unused"), shards, COLUMN, "en")
     placed = _by_shard(corpus_frame(documents, 3), job).selectExpr("shard", "spark_partition_id() AS part").collect()
     assert all(row["shard"] == row["part"] for row in placed) and len({row["shard"] for row in placed}) == shards
+
+
+def test_forget_removes_every_shard_that_held_the_document(tmp_path: Path) -> None:
+    secret = "The quixotelium merger closes on Friday."
+    documents = [{"doc_id": f"d{i:02d}", "text": f"w{i} river stone"} for i in range(30)]
+    documents.append({"doc_id": "secret", "text": secret})
+    for backend in ("bm25s", "faiss"):
+        options = {"retrieve_backend": backend, "query_text": ["merger"], "index_shards": 3, "index_dir": str(tmp_path)}
+        sharded(corpus_frame(documents, 2), {**options, "embedding_model": "hash"} if backend == "faiss" else options)
+
+    def traces() -> list[Path]:
+        return [path for path in tmp_path.rglob("*") if path.is_file() and b"quixotel" in path.read_bytes()]
+
+    assert traces()
+    report = forget(tmp_path, ["secret"], documents=documents)
+    assert report.shards == 2 and traces() == []
+    remaining = documents[:-1]
+    options = {"retrieve_backend": "bm25s", "query_text": ["river w3"], "index_shards": 3, "index_dir": str(tmp_path)}
+    assert sharded(corpus_frame(remaining, 2), options) == one_index(remaining, options)

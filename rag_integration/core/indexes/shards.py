@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+import shutil
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -30,6 +31,7 @@ from rag_integration.core.indexes.store import (
     intact_claim,
     load_version,
     named_version,
+    remove_store,
     save_npy,
     write_store,
 )
@@ -270,3 +272,33 @@ def write_snapshot(shard_set: ShardSet, settings: Mapping[str, Any]) -> ShardSet
     claim = StoreClaim(SNAPSHOT_KIND, dict(settings), fingerprint.hexdigest())
     name = write_store(shard_set.root / "snapshot", claim, save)
     return dataclasses.replace(shard_set, snapshot=name)
+
+
+def forget_shards(index_dir: Path, doomed: Callable[[str, Mapping[str, Any]], bool]) -> int:
+    """Remove every shard under ``index_dir`` any version of whose documents is ``doomed`` (by doc_id and metadata),
+    with all it keeps (documents, analysed terms, embeddings) and the snapshot of its shard set; a shard whose
+    documents cannot be read cannot be checked, so it goes too. The next request builds them again. How many
+    shards went."""
+    removed = 0
+    for shard in sorted((index_dir / SHARDS_FOLDER).glob("*/*-shards/shard-*")):
+        if _holds_doomed(shard / "documents", doomed):
+            remove_store(shard.parent / "snapshot")
+            shutil.rmtree(shard, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def _holds_doomed(store: Path, doomed: Callable[[str, Mapping[str, Any]], bool]) -> bool:
+    pa = require_module("pyarrow", "pyarrow", "frameworks")
+    for version in sorted(store.glob("v-*")):
+        try:
+            with pa.memory_map(str(version / DOCUMENTS_FILE)) as source:
+                table = pa.ipc.open_file(source).read_all()
+            doc_ids, metadata = table.column("doc_id").to_pylist(), table.column("metadata").to_pylist()
+            if any(
+                doomed(doc_id, _metadata(listed, version)) for doc_id, listed in zip(doc_ids, metadata, strict=True)
+            ):
+                return True
+        except (OSError, ValueError, KeyError, IndexMismatchError, pa.ArrowException):
+            return True
+    return False
