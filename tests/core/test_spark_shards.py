@@ -225,6 +225,17 @@ def test_settings_whose_shards_would_not_rank_as_one_index_are_refused(
         sharded(corpus_frame([{"doc_id": "a", "text": "oil"}, {"doc_id": "b", "text": "gas"}], 1), request)
 
 
+def test_a_column_the_frame_lacks_is_a_typed_error(tmp_path: Path) -> None:
+    options = {"retrieve_backend": "bm25s", "query_text": "oil", "index_shards": 2, "index_dir": str(tmp_path)}
+    frame = corpus_frame([{"doc_id": "a", "text": "oil"}], 1)
+    with pytest.raises(MissingOptionError, match="corpus_source"):
+        Bm25sRetriever.answer_frame(SparkAdapter(), frame, OptionReader({**options, "corpus_source": "elsewhere"}))
+    asked = {**options, "corpus_source": COLUMN, "queries_source": "questions"}
+    asked.pop("query_text")
+    with pytest.raises(MissingOptionError, match="queries_source"):
+        Bm25sRetriever.answer_frame(SparkAdapter(), frame, OptionReader(asked))
+
+
 def test_a_bad_row_is_the_typed_error_of_the_executor_that_read_it(tmp_path: Path) -> None:
     options = {"retrieve_backend": "bm25s", "query_text": "oil", "index_shards": 2, "index_dir": str(tmp_path)}
     without_id = corpus_frame([{"doc_id": "a", "text": "oil"}, {"doc_id": None, "text": "gas"}], 2)

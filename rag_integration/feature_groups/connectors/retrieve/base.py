@@ -38,7 +38,7 @@ from rag_integration.core.contract.spark_shards import (
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Corpus, Document, MetadataFilter, corpus_fingerprint, labels_of
 from rag_integration.core.documents.visibility import NO_PRINCIPALS, Visibility
-from rag_integration.core.errors import InvalidOptionError
+from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.indexes.cache import INDEX_CACHE, VIEW_CACHE, IndexKey, building_view
 from rag_integration.core.indexes.retention import KEEP_VERSIONS
 from rag_integration.core.indexes.shards import INDEX_SHARDS, ShardSet, TermStatistics, shards_root
@@ -176,6 +176,9 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         column = source_feature_name(reader, CORPUS.upstream)
         assert column is not None
         queries_column = source_feature_name(reader, "queries_source")
+        for option, name in ((CORPUS.upstream, column), ("queries_source", queries_column)):
+            if name is not None and name not in data.columns:
+                raise MissingOptionError(option, f"upstream feature '{name}' in the input data")
         queries = read_queries(reader, None) if queries_column is None else distinct_queries(data, queries_column)
         query = ShardQuery(
             queries,
