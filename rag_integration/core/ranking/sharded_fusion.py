@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_integration.core.documents.corpus import Document
-from rag_integration.core.indexes.shards import CorpusTerms
 from rag_integration.core.ranking.covered_fusion import CoveredFusion, Fusion
 from rag_integration.core.ranking.fusion import RrfOptions
 from rag_integration.core.ranking.passages import Hits, RankedQuery
@@ -60,11 +59,12 @@ class ShardCandidates:
 class ShardedFusion:
     """The fusion of rankings merged over shards, over the documents they name (``documents``, which grows as
     rankings are read deeper): each query fused exactly as one index's ``_fusions`` fuses it, the rankings read
-    ``max(rrf_candidates, depth)`` deep over the whole corpus, a deeper read asked of the shards again."""
+    ``max(rrf_candidates, depth)`` deep over the whole corpus, a deeper read asked of the shards again. ``corpus``
+    gives the corpus's languages and main language (its documents' are those the rankings name)."""
 
     def __init__(
         self,
-        corpus: CorpusTerms,
+        corpus: CorpusLanguages,
         options: RrfOptions,
         weights: tuple[float, ...],
         rankers: list[str],

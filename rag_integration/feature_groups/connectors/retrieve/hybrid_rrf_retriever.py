@@ -31,7 +31,7 @@ from rag_integration.core.ranking.passages import (
     rank_corpus,
 )
 from rag_integration.core.ranking.sharded_fusion import ShardCandidates, ShardedFusion
-from rag_integration.core.text.languages import CorpusPlacement
+from rag_integration.core.text.languages import CorpusLanguages, CorpusPlacement
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
 from rag_integration.feature_groups.connectors.retrieve.bm25s_retriever import (
     Bm25sIndexSettings,
@@ -185,7 +185,9 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
             )
 
         names = [str(ranker.BACKEND) for ranker in RANKERS]
-        fusion = ShardedFusion(shard_set.corpus_terms(), settings.fusion, settings.weights, names, total, gather)
+        terms = shard_set.corpus_terms()
+        languages = CorpusLanguages(terms.languages, terms.main)
+        fusion = ShardedFusion(languages, settings.fusion, settings.weights, names, total, gather)
         return rank_corpus(
             fusion.documents(query.queries, min(query.top_k + TIE_MARGIN, total)),
             query.queries,
