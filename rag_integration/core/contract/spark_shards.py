@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from rag_integration.core.contract.frames import PYSPARK_PANDAS_WARNING, PyArrowAdapter
 from rag_integration.core.contract.schema import Shape
@@ -48,23 +48,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame as SparkFrame
 
 Rows = list[list[dict[str, Any]]]
-
-
-class ShardedBackend(Protocol):
-    """What a retrieve backend does for its shards (``BaseRetrieveConnector``'s shard hooks)."""
-
-    BACKEND: str | None
-
-    @classmethod
-    def shard_part(
-        cls, documents: Sequence[Document], settings: Any, folder: Path, placement: CorpusPlacement | None
-    ) -> TermStatistics | None: ...
-
-    @classmethod
-    def shard_index(cls, documents: Sequence[Document], settings: Any, folder: Path, shard_set: ShardSet) -> Any: ...
-
-    @classmethod
-    def rank_shard(cls, documents: Sequence[Document], index: Any, query: ShardQuery, settings: Any) -> Rows: ...
 
 
 @dataclass(frozen=True)
@@ -96,7 +79,7 @@ class ShardJob:
     shards live and the column the corpus is in."""
 
     backend: Any
-    """The connector class, a ``ShardedBackend``."""
+    """The connector class (its shard hooks: ``shard_part``, ``shard_index``, ``rank_shard``)."""
     settings: Any
     index_settings: Any
     root: Path
@@ -157,17 +140,13 @@ def on_each_shard(
 ) -> list[Any]:
     """``work(documents, index)`` on every shard of the set, one task each on the executors (each shard's index from
     that process's cache, or read and made now); the results in shard order."""
-    if not shard_set.shards:
-        return []
 
     def run(positions: Iterator[int]) -> Iterator[tuple[int, Any]]:
         for position in positions:
             sharded = _shard_index(job, shard_set, position)
             yield position, work(sharded.documents, sharded.index)
 
-    tasks = frame.sparkSession.sparkContext.parallelize(range(shard_set.shards), shard_set.shards)
-    found = _collected(tasks.mapPartitions(_carried(run)).collect())
-    return [result for _, result in sorted(found, key=lambda pair: pair[0])]
+    return [result for _, result in sorted(_collected(_each_shard(frame, shard_set, run)), key=lambda pair: pair[0])]
 
 
 def _each_shard(frame: SparkFrame, shard_set: ShardSet, work: Callable[[Iterator[int]], Iterator[Any]]) -> list[Any]:

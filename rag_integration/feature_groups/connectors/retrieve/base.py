@@ -37,7 +37,7 @@ from rag_integration.core.contract.spark_shards import (
 )
 from rag_integration.core.deadline import check_deadline
 from rag_integration.core.documents.corpus import Corpus, Document, MetadataFilter, corpus_fingerprint, labels_of
-from rag_integration.core.documents.visibility import NO_PRINCIPALS, Visibility
+from rag_integration.core.documents.visibility import NO_PRINCIPALS, PRINCIPALS, Visibility
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.indexes.cache import INDEX_CACHE, VIEW_CACHE, IndexKey, building_view
 from rag_integration.core.indexes.retention import KEEP_VERSIONS
@@ -166,8 +166,8 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         """The corpus in ``data`` built in ``index_shards`` shards on the executors, every query answered by each
         shard with the corpus-wide statistics and the shards' best passages merged (``core.contract.spark_shards``).
         Queries come inline or as the request's ``queries_source`` column, whose rows each get their answer."""
-        if reader.has("principals"):
-            raise InvalidOptionError("principals", reader.raw("principals"), "no principals with index_shards >= 2")
+        if reader.has(PRINCIPALS.key):
+            raise InvalidOptionError(PRINCIPALS.key, reader.raw(PRINCIPALS.key), "no principals with index_shards >= 2")
         index_dir = read_index_dir(reader, required=True)
         assert index_dir is not None
         settings = cls.read_settings(reader)
