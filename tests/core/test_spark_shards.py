@@ -136,6 +136,25 @@ def test_an_edit_rewrites_only_the_shards_holding_changed_documents(tmp_path: Pa
     assert found == one_index(changed, options)
 
 
+@pytest.mark.parametrize(("shards", "again"), [(2, None), (4, "4 of 4")])
+def test_shards_analyse_in_their_writer_unless_their_own_sample_places_otherwise(
+    shards: int, again: str | None, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Under ``auto`` a shard analyses its texts as its own sample places them; a shard of at most 512 documents
+    places each by itself while a corpus of more uses one sample, so those shards are analysed again: both exact."""
+    generator = random.Random(7)
+    documents = random_corpus(generator, 1200)
+    queries = [" ".join(generator.sample(WORDS + GERMAN, 2)) for _ in range(20)]
+    options = {"retrieve_backend": "bm25s", "query_text": queries, "index_shards": shards, "language": "auto"}
+    with caplog.at_level("INFO", logger="rag_integration"):
+        found = sharded(corpus_frame(documents, 3), {**options, "index_dir": str(tmp_path)})
+    messages = [record.getMessage() for record in caplog.records if "analysed again" in record.getMessage()]
+    assert messages == (
+        [] if again is None else [f"index_shards: {again} shards analysed again under the corpus's placement"]
+    )
+    assert found == one_index(documents, options)
+
+
 def shard_versions(index_dir: Path) -> dict[str, str]:
     pointers = sorted((index_dir / SHARDS_FOLDER).glob("*/*-shards/shard-*/documents/CURRENT"))
     return {pointer.parent.parent.name: pointer.read_text(encoding="ascii") for pointer in pointers}

@@ -2,13 +2,14 @@
 driver, only each shard's statistics (document count, total length, document frequency per term) and each
 query's best passages.
 
-Three jobs. The corpus's rows go to their shard (Spark's ``xxhash64`` of the doc_id, shuffled by Spark) and each shard
-keeps its documents, sorted by doc_id, as a store version in ``index_dir`` (with, under ``auto``, its part of the
-language sample). Each shard then makes what its backend keeps (analysed terms, embeddings) and returns its
-statistics, which the driver sums and records with the shard versions as one snapshot. Queries are answered by
-every shard with those sums, so each shard's best passages are its rows of one index over the whole corpus, and
-the driver merges them by score, then doc_id. An error raised on an executor reaches the caller as the same typed
-error (``ConnectorError`` pickles).
+Two jobs. The corpus's rows go to their shard (Spark's ``xxhash64`` of the doc_id, shuffled by Spark); each shard
+keeps its documents, sorted by doc_id, as a store version in ``index_dir``, makes what its backend keeps (analysed
+terms, embeddings) and returns its statistics (with, under ``auto``, its part of the language sample), which the
+driver sums and records with the shard versions as one snapshot. Queries are answered by every shard with those
+sums, so each shard's best passages are its rows of one index over the whole corpus, and the driver merges them by
+score, then doc_id. Under ``auto`` a shard analyses its texts as its own sample places them; the rare shard whose
+placement differs from the corpus-wide one (``CorpusPlacement.key``) is analysed again in a job of its own. An
+error raised on an executor reaches the caller as the same typed error (``ConnectorError`` pickles).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import logging
 import pickle
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from rag_integration.core.contract.frames import PYSPARK_PANDAS_WARNING, PyArrowAdapter
 from rag_integration.core.contract.schema import Shape
 from rag_integration.core.contract.spark import with_answer_column
-from rag_integration.core.documents.corpus import Document, MetadataFilter, text_digests
+from rag_integration.core.documents.corpus import Corpus, Document, MetadataFilter, text_digests
 from rag_integration.core.errors import ConnectorError, DuplicateDocIdError, InvalidOptionError
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey, approximate_bytes
 from rag_integration.core.indexes.shards import (
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame as SparkFrame
 
 Rows = list[list[dict[str, Any]]]
+LOGGER = logging.getLogger("rag_integration")
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,9 @@ class _Written:
     version: str
     sample: PlacementSample | None
     documents: int
+    part: Any
+    """What ``shard_part`` returned, made under ``placed``: the shard's own sample's placement key (None if fixed)."""
+    placed: tuple[str, ...] | None
 
 
 def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
@@ -115,8 +121,13 @@ def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
     samples = [item.sample for item in held if item.sample is not None]
     placement = CorpusPlacement.merged(samples) if job.language == AUTO else None
     partial = ShardSet(job.root, numbers, versions, placement, None)
-    parts = _collected(_each_shard(frame, partial, _analyser(job, partial)))
-    statistics = [part for _, part in sorted(parts, key=lambda pair: pair[0]) if part is not None]
+    placed = None if placement is None else placement.key
+    again = [position for position, item in enumerate(held) if item.placed != placed]
+    if again:
+        LOGGER.info("index_shards: %d of %d shards analysed again under the corpus's placement", len(again), len(held))
+    parts = dict(_collected(_each_shard(frame, partial, _analyser(job, partial), again)))
+    found = [parts.get(position, item.part) for position, item in enumerate(held)]
+    statistics = [part for part in found if part is not None]
     terms = CorpusTerms.merged(statistics) if statistics else None
     settings = json.loads(json.dumps(dataclasses.asdict(job.index_settings), default=str))
     return write_snapshot(
@@ -149,11 +160,17 @@ def on_each_shard(
     return [result for _, result in sorted(_collected(_each_shard(frame, shard_set, run)), key=lambda pair: pair[0])]
 
 
-def _each_shard(frame: SparkFrame, shard_set: ShardSet, work: Callable[[Iterator[int]], Iterator[Any]]) -> list[Any]:
-    """``work`` over the positions of the set's shards, one task each; what it yields, collected."""
-    if not shard_set.shards:
+def _each_shard(
+    frame: SparkFrame,
+    shard_set: ShardSet,
+    work: Callable[[Iterator[int]], Iterator[Any]],
+    positions: Sequence[int] | None = None,
+) -> list[Any]:
+    """``work`` over the positions of the set's shards (or those given), one task each; what it yields, collected."""
+    chosen = range(shard_set.shards) if positions is None else positions
+    if not chosen:
         return []
-    tasks = frame.sparkSession.sparkContext.parallelize(range(shard_set.shards), shard_set.shards)
+    tasks = frame.sparkSession.sparkContext.parallelize(chosen, len(chosen))
     return list(tasks.mapPartitions(_carried(work)).collect())
 
 
@@ -254,8 +271,8 @@ def _by_shard(frame: SparkFrame, job: ShardJob) -> SparkFrame:
 
 
 def _writer(job: ShardJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """Each shard of a partition kept as a store version (documents sorted by doc_id, ``write_shard_documents``),
-    with its part of the language sample: one ``result`` row (a pickled ``_Written`` or ``_Failure``) per shard."""
+    """Each shard of a partition kept as a store version (documents sorted by doc_id, ``write_shard_documents``)
+    with what its backend keeps, and its statistics and part of the language sample: one ``result`` row (a pickled ``_Written`` or ``_Failure``) per shard."""
     import pyarrow as pa
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -310,12 +327,16 @@ def _shard_written(job: ShardJob, shard: int, rows: list[tuple[str, str, str]]) 
     for first, second in itertools.pairwise(rows):
         if first[0] == second[0]:
             raise DuplicateDocIdError(job.column, first[0])
-    documents = [Document(doc_id, text) for doc_id, text, _ in rows]  # Arrow's UTF-8 decodes to valid text
-    version = write_shard_documents(shard_folder(job.root, shard), shard, documents, [listed for *_, listed in rows])
-    sample = None
+    # Arrow's UTF-8 decodes to valid text; a Corpus computes the text digests once for the sample and the analysis
+    documents = Corpus.part_of([Document(doc_id, text) for doc_id, text, _ in rows], range(len(rows)))
+    folder = shard_folder(job.root, shard)
+    version = write_shard_documents(folder, shard, documents, [listed for *_, listed in rows])
+    sample = own = None
     if job.language == AUTO:
         sample = PlacementSample.of([document.text for document in documents], text_digests(documents))
-    return _Written(shard, version, sample, len(documents))
+        own = CorpusPlacement.merged([sample])
+    part = job.backend.shard_part(documents, job.index_settings, folder, own)
+    return _Written(shard, version, sample, len(documents), part, None if own is None else own.key)
 
 
 def _analyser(job: ShardJob, shard_set: ShardSet) -> Callable[[Iterator[int]], Iterator[tuple[int, Any]]]:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rag_integration.core.documents.corpus import Document, text_digests
+from rag_integration.core.documents.corpus import Corpus, Document, text_digests
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
 from rag_integration.core.extras import require_module
 from rag_integration.core.indexes.store import (
@@ -98,15 +98,16 @@ def write_shard_documents(folder: Path, shard: int, documents: Sequence[Document
     return write_store(store, claim, save)
 
 
-def read_shard_documents(folder: Path, version_name: str) -> list[Document]:
+def read_shard_documents(folder: Path, version_name: str) -> Corpus:
     """The documents of one version of a shard's store, checked against its manifest and read memory-mapped: three
-    non-null string columns, unique doc_ids and metadata JSON objects, or an ``IndexMismatchError``."""
+    non-null string columns, unique doc_ids and metadata JSON objects, or an ``IndexMismatchError``. A ``Corpus``,
+    so the analysis and the placement hash its texts once."""
     pa = require_module("pyarrow", "pyarrow", "frameworks")
     version = named_version(folder / "documents", version_name)
     if version.claim.kind != DOCUMENTS_KIND:
         raise IndexMismatchError("index_dir", str(version.folder), "a shard's documents")
 
-    def load(path: Path) -> list[Document]:
+    def load(path: Path) -> Corpus:
         with pa.memory_map(str(path / DOCUMENTS_FILE)) as source:
             table = pa.ipc.open_file(source).read_all()
         table.validate(full=True)
@@ -117,10 +118,11 @@ def read_shard_documents(folder: Path, version_name: str) -> list[Document]:
         doc_ids, texts, metadata = (table.column(name).to_pylist() for name in _DOCUMENT_COLUMNS)
         if len(set(doc_ids)) != len(doc_ids):
             raise IndexMismatchError("index_dir", str(path), "unique doc_ids in a shard")
-        return [
+        documents = [
             Document(doc_id, text) if listed == "{}" else Document(doc_id, text, _metadata(listed, path))
             for doc_id, text, listed in zip(doc_ids, texts, metadata, strict=True)
         ]
+        return Corpus.part_of(documents, range(len(documents)))
 
     return load_version(version, load)
 

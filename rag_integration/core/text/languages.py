@@ -264,6 +264,11 @@ class CorpusPlacement:
         least = sorted((pair for sample in samples for pair in sample.least), key=lambda pair: pair[0][:8])
         return cls(documents <= SAMPLE_DOCUMENTS, tuple(least[:SAMPLE_DOCUMENTS]))
 
+    @property
+    def key(self) -> tuple[str, ...]:
+        """The key of every part's placement: parts placed under equal keys are placed alike (``Placement``)."""
+        return self.placement(()).key
+
     def placement(self, digests: Sequence[bytes]) -> Placement:
         """The placement of a part of the corpus whose texts have these digests."""
         detections = dict(self.detected)
