@@ -139,13 +139,15 @@ def run(mode: str, corpus: str, queries: int, folder: str) -> dict[str, Any]:
 
 
 def _worker_rss() -> float:
-    """The largest peak RSS among the Spark Python workers (reused across tasks: the ones that built and answered)."""
-    import os
+    """The largest peak RSS among the Spark Python workers that run Arrow tasks (reused across tasks: the ones that
+    built and answered the shards)."""
+    import pyarrow as pa
 
-    def peak(_: int) -> tuple[int, float]:
-        return os.getpid(), _rss()
+    def peak(batches: Any) -> Any:
+        for _ in batches:
+            yield pa.RecordBatch.from_pydict({"rss": [_rss()]})
 
-    return max(rss for _, rss in spark_session().sparkContext.parallelize(range(8), 8).map(peak).collect())
+    return max(row[0] for row in spark_session().range(0, 8, 1, 8).mapInArrow(peak, "rss double").collect())
 
 
 def _rss() -> float:

@@ -166,12 +166,26 @@ def _each_shard(
     work: Callable[[Iterator[int]], Iterator[Any]],
     positions: Sequence[int] | None = None,
 ) -> list[Any]:
-    """``work`` over the positions of the set's shards (or those given), one task each; what it yields, collected."""
-    chosen = range(shard_set.shards) if positions is None else positions
+    """``work`` over the positions of the set's shards (or those given), one task each; what it yields, collected.
+    The tasks run as the writer's do (``mapInArrow``), in its pool of Python workers: warm, holding what it made."""
+    import pyarrow as pa
+    from pyspark import cloudpickle  # as Spark pickles a task's results: what a backend returns may hold a mappingproxy
+
+    dumps: Callable[[Any], bytes] = cloudpickle.dumps
+    chosen = list(range(shard_set.shards) if positions is None else positions)
     if not chosen:
         return []
-    tasks = frame.sparkSession.sparkContext.parallelize(chosen, len(chosen))
-    return list(tasks.mapPartitions(_carried(work)).collect())
+    carried = _carried(work)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        tasks = [chosen[task] for batch in batches for task in batch.column(0).to_pylist()]
+        for result in carried(iter(tasks)):
+            yield pa.RecordBatch.from_arrays([pa.array([dumps(result)], pa.binary())], names=["result"])
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=PYSPARK_PANDAS_WARNING, category=FutureWarning)
+        tasks = frame.sparkSession.range(0, len(chosen), 1, len(chosen)).mapInArrow(run, "result binary")
+    return [pickle.loads(row[0]) for row in tasks.collect()]
 
 
 def distinct_queries(frame: SparkFrame, column: str) -> list[str]:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rag_integration.core.documents.corpus import Corpus, Document, text_digests
+from rag_integration.core.documents.corpus import TEXT_DIGEST_BYTES, Corpus, Document, text_digests
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
 from rag_integration.core.extras import require_module
 from rag_integration.core.indexes.store import (
@@ -50,9 +50,11 @@ INDEX_SHARDS: OptionSpec[int] = OptionSpec(
 )
 SHARDS_FOLDER = "shards"
 DOCUMENTS_FILE = "documents.arrow"
-DOCUMENTS_KIND = "shard-documents"
+DOCUMENTS_KIND = "shard-documents-2"
+"""The documents file's format: doc_id, text and metadata strings and each text's digest (``text_digests``)."""
 SNAPSHOT_KIND = "shard-snapshot"
 _DOCUMENT_COLUMNS = ("doc_id", "text", "metadata")
+DIGEST_COLUMN = "digest"
 
 
 def shard_folder(root: Path, shard: int) -> Path:
@@ -75,12 +77,17 @@ def metadata_json(document: Document, option: str) -> str:
 
 
 def write_shard_documents(folder: Path, shard: int, documents: Sequence[Document], metadata: Sequence[str]) -> str:
-    """Keep a shard's documents (sorted by doc_id by the caller) with their ``metadata`` JSON as the live version
-    of the store in ``folder``, unless it already holds exactly them (the same file bytes); the live version's
-    name."""
+    """Keep a shard's documents (sorted by doc_id by the caller) with their ``metadata`` JSON and text digests as
+    the live version of the store in ``folder``, unless it already holds exactly them (the same file bytes); the
+    live version's name. The digests spare every reader hashing the texts again."""
     pa = require_module("pyarrow", "pyarrow", "frameworks")
     columns = ([document.doc_id for document in documents], [document.text for document in documents], metadata)
-    table = pa.table({name: pa.array(values, pa.large_string()) for name, values in zip(_DOCUMENT_COLUMNS, columns)})
+    table = pa.table(
+        {
+            **{name: pa.array(values, pa.large_string()) for name, values in zip(_DOCUMENT_COLUMNS, columns)},
+            DIGEST_COLUMN: pa.array(text_digests(documents), pa.binary(TEXT_DIGEST_BYTES)),
+        }
+    )
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
@@ -100,8 +107,9 @@ def write_shard_documents(folder: Path, shard: int, documents: Sequence[Document
 
 def read_shard_documents(folder: Path, version_name: str) -> Corpus:
     """The documents of one version of a shard's store, checked against its manifest and read memory-mapped: three
-    non-null string columns, unique doc_ids and metadata JSON objects, or an ``IndexMismatchError``. A ``Corpus``,
-    so the analysis and the placement hash its texts once."""
+    non-null string columns, unique doc_ids and metadata JSON objects and a digest per text, or an
+    ``IndexMismatchError``. A ``Corpus`` holding the stored digests: the store's manifest vouches for them, as it
+    does for the analysed terms kept beside them."""
     pa = require_module("pyarrow", "pyarrow", "frameworks")
     version = named_version(folder / "documents", version_name)
     if version.claim.kind != DOCUMENTS_KIND:
@@ -111,10 +119,11 @@ def read_shard_documents(folder: Path, version_name: str) -> Corpus:
         with pa.memory_map(str(path / DOCUMENTS_FILE)) as source:
             table = pa.ipc.open_file(source).read_all()
         table.validate(full=True)
-        if table.column_names != list(_DOCUMENT_COLUMNS) or any(
-            table.column(name).type != pa.large_string() or table.column(name).null_count for name in _DOCUMENT_COLUMNS
+        types = {**dict.fromkeys(_DOCUMENT_COLUMNS, pa.large_string()), DIGEST_COLUMN: pa.binary(TEXT_DIGEST_BYTES)}
+        if table.column_names != list(types) or any(
+            table.column(name).type != kind or table.column(name).null_count for name, kind in types.items()
         ):
-            raise IndexMismatchError("index_dir", str(path), "a shard's doc_id, text and metadata string columns")
+            raise IndexMismatchError("index_dir", str(path), "a shard's doc_id, text, metadata and digest columns")
         doc_ids, texts, metadata = (table.column(name).to_pylist() for name in _DOCUMENT_COLUMNS)
         if len(set(doc_ids)) != len(doc_ids):
             raise IndexMismatchError("index_dir", str(path), "unique doc_ids in a shard")
@@ -122,7 +131,7 @@ def read_shard_documents(folder: Path, version_name: str) -> Corpus:
             Document(doc_id, text) if listed == "{}" else Document(doc_id, text, _metadata(listed, path))
             for doc_id, text, listed in zip(doc_ids, texts, metadata, strict=True)
         ]
-        return Corpus.part_of(documents, range(len(documents)))
+        return Corpus.read_back(documents, table.column(DIGEST_COLUMN).to_pylist())
 
     return load_version(version, load)
 

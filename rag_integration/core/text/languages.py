@@ -218,11 +218,7 @@ def corpus_placement(
         return Placement(("fixed", language))
     if digests is None:
         digests = text_digests([Document("", text) for text in texts])
-    if len(texts) <= SAMPLE_DOCUMENTS:
-        positions = list(range(len(texts)))
-    else:
-        leading = np.frombuffer(b"".join(digest[:8] for digest in digests), dtype=">u8")
-        positions = np.sort(np.argsort(leading, kind="stable")[:SAMPLE_DOCUMENTS]).tolist()
+    positions = list(range(len(texts))) if len(texts) <= SAMPLE_DOCUMENTS else sorted(_least_digests(digests))
     detections = _detections(texts, digests, positions, known or {})
     detected = [detections[digests[position]] for position in positions]
     if len(texts) <= SAMPLE_DOCUMENTS:
@@ -232,6 +228,14 @@ def corpus_placement(
     placer = LanguagePlacer(detected)
     key = ("sample", *(placer.order or [placer.main]))
     return Placement(key, placer=placer, detections=detections)
+
+
+def _least_digests(digests: Sequence[bytes]) -> list[int]:
+    """The positions of the ``SAMPLE_DOCUMENTS`` texts with the least digests (their first 8 bytes, ties by
+    position), in that order: the sample ``auto`` places a large corpus by."""
+    leading = np.frombuffer(b"".join(digest[:8] for digest in digests), dtype=">u8")
+    chosen: list[int] = np.argsort(leading, kind="stable")[:SAMPLE_DOCUMENTS].tolist()
+    return chosen
 
 
 @dataclass(frozen=True)
@@ -245,7 +249,7 @@ class PlacementSample:
 
     @classmethod
     def of(cls, texts: Sequence[str], digests: Sequence[bytes]) -> PlacementSample:
-        chosen = sorted(range(len(texts)), key=lambda position: digests[position][:8])[:SAMPLE_DOCUMENTS]
+        chosen = _least_digests(digests)
         detected = detect_languages([texts[position] for position in chosen])
         return cls(len(texts), tuple((digests[p], code) for p, code in zip(chosen, detected, strict=True)))
 

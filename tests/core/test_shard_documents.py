@@ -1,0 +1,57 @@
+"""A shard's documents as its store keeps them (``core.indexes.shards``): read back with the text digests written
+beside them, and a file of another shape, even under a valid manifest, refused with a typed error."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from rag_integration.core.documents.corpus import Corpus, Document, text_digests
+from rag_integration.core.errors import IndexMismatchError
+from rag_integration.core.indexes.shards import (
+    DOCUMENTS_FILE,
+    DOCUMENTS_KIND,
+    read_shard_documents,
+    write_shard_documents,
+)
+from rag_integration.core.indexes.store import StoreClaim, write_store
+
+DOCUMENTS = [Document("a", "Das Öl ist alt."), Document("b", "海水の温度"), Document("c", "", {"year": 2020})]
+
+
+def test_documents_read_back_with_the_digests_of_their_texts(tmp_path: Path) -> None:
+    version = write_shard_documents(tmp_path, 0, DOCUMENTS, ["{}", "{}", '{"year": 2020}'])
+    found = read_shard_documents(tmp_path, version)
+    assert isinstance(found, Corpus)
+    assert list(found) == DOCUMENTS
+    assert text_digests(found) == text_digests([Document(d.doc_id, d.text) for d in DOCUMENTS])
+    assert write_shard_documents(tmp_path, 0, DOCUMENTS, ["{}", "{}", '{"year": 2020}']) == version
+
+
+def _stored(folder: Path, table: pa.Table) -> str:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    written = sink.getvalue()
+    claim = StoreClaim(DOCUMENTS_KIND, {"shard": 0}, hashlib.sha256(memoryview(written)).hexdigest())
+    return write_store(folder / "documents", claim, lambda staging: (staging / DOCUMENTS_FILE).write_bytes(written))
+
+
+TEXTS = {name: pa.array(["x"], pa.large_string()) for name in ("doc_id", "text")}
+
+
+@pytest.mark.parametrize(
+    "columns",
+    [
+        {**TEXTS, "metadata": pa.array(["{}"], pa.large_string())},  # no digests: an older or foreign file
+        {**TEXTS, "metadata": pa.array(["{}"], pa.large_string()), "digest": pa.array([b"short"], pa.binary(5))},
+        {**TEXTS, "metadata": pa.array(["{}"], pa.large_string()), "digest": pa.array([None], pa.binary(16))},
+    ],
+)
+def test_a_documents_file_of_another_shape_is_a_typed_error(columns: dict[str, pa.Array], tmp_path: Path) -> None:
+    version = _stored(tmp_path, pa.table(columns))
+    with pytest.raises(IndexMismatchError, match="digest"):
+        read_shard_documents(tmp_path, version)
