@@ -14,7 +14,9 @@ error raised on an executor reaches the caller as the same typed error (``Connec
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import itertools
 import json
 import logging
@@ -179,7 +181,9 @@ def _each_shard(
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         tasks = [chosen[task] for batch in batches for task in batch.column(0).to_pylist()]
-        for result in carried(iter(tasks)):
+        with _allocating():
+            results = list(carried(iter(tasks)))
+        for result in results:
             yield pa.RecordBatch.from_arrays([pa.array([dumps(result)], pa.binary())], names=["result"])
 
     with warnings.catch_warnings():
@@ -286,31 +290,44 @@ def _by_shard(frame: SparkFrame, job: ShardJob) -> SparkFrame:
 
 def _writer(job: ShardJob) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """Each shard of a partition kept as a store version (documents sorted by doc_id, ``write_shard_documents``)
-    with what its backend keeps, and its statistics and part of the language sample: one ``result`` row (a pickled ``_Written`` or ``_Failure``) per shard."""
+    with what its backend keeps, its statistics and its part of the language sample: one ``result`` row (a pickled
+    ``_Written`` or ``_Failure``) per shard."""
     import pyarrow as pa
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         listed = list(batches)
         if not listed:
             return
-        for result in _written(job, pa.Table.from_batches(listed)):
+        table = pa.Table.from_batches(listed)
+        del listed
+        with _allocating():
+            try:
+                rows: dict[int, list[tuple[str, str, str]]] | _Failure = _shard_rows(table, job.column)
+            except ConnectorError as error:
+                rows = _Failure(error)
+            del table  # the rows hold the texts as Python strings now: Arrow's copy goes before the analysis
+            results = [rows] if isinstance(rows, _Failure) else list(_written(job, rows))
+        for result in results:
             yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(result)], pa.binary())], names=["result"])
 
     return write
 
 
-def _written(job: ShardJob, table: pa.Table) -> Iterator[_Written | _Failure]:
-    try:
-        doc_ids, texts, metadata = _document_columns(table, job.column)
-    except ConnectorError as error:
-        yield _Failure(error)
-        return
-    rows: dict[int, list[int]] = {}
+def _shard_rows(table: pa.Table, column: str) -> dict[int, list[tuple[str, str, str]]]:
+    """Each shard's rows of the table: (doc_id, text, metadata JSON)."""
+    doc_ids, texts, metadata = _document_columns(table, column)
+    rows: dict[int, list[tuple[str, str, str]]] = {}
     for row, shard in enumerate(table.column("shard").to_pylist()):
-        rows.setdefault(shard, []).append(row)
-    for shard, held in sorted(rows.items()):
+        rows.setdefault(shard, []).append((doc_ids[row], texts[row], metadata[row]))
+    return rows
+
+
+def _written(job: ShardJob, rows: dict[int, list[tuple[str, str, str]]]) -> Iterator[_Written | _Failure]:
+    """Each shard's rows written and made into what its backend keeps, one shard at a time; a shard's rows leave
+    ``rows`` as it is written, so only one shard's are held twice."""
+    for shard in sorted(rows):
         try:
-            yield _shard_written(job, shard, [(doc_ids[r], texts[r], metadata[r]) for r in held])
+            yield _shard_written(job, shard, rows.pop(shard))
         except ConnectorError as error:
             yield _Failure(error)
 
@@ -343,8 +360,11 @@ def _shard_written(job: ShardJob, shard: int, rows: list[tuple[str, str, str]]) 
             raise DuplicateDocIdError(job.column, first[0])
     # Arrow's UTF-8 decodes to valid text; a Corpus computes the text digests once for the sample and the analysis
     documents = Corpus.part_of([Document(doc_id, text) for doc_id, text, _ in rows], range(len(rows)))
+    metadata = [listed for *_, listed in rows]
+    rows.clear()
     folder = shard_folder(job.root, shard)
-    version = write_shard_documents(folder, shard, documents, [listed for *_, listed in rows])
+    version = write_shard_documents(folder, shard, documents, metadata)
+    del metadata
     sample = own = None
     if job.language == AUTO:
         sample = PlacementSample.of([document.text for document in documents], text_digests(documents))
@@ -375,6 +395,19 @@ def _shard_index(job: ShardJob, shard_set: ShardSet, position: int) -> ShardedIn
         return ShardedIndex(documents, job.backend.shard_index(documents, job.index_settings, folder, shard_set))
 
     return INDEX_CACHE.get_or_build(key, build)
+
+
+@contextlib.contextmanager
+def _allocating() -> Iterator[None]:
+    """A shard task makes millions of small objects (documents, term lists) that reference counting frees; the
+    cyclic collector's passes over them cost a third of reading a shard, so it pauses for the task."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _carried(work: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
