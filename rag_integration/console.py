@@ -14,13 +14,26 @@ PIPED_WIDTH = 160
 """The columns a table is laid out for when stdout is not a terminal (rich would assume 80)."""
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_LINE_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
 
 def printable(text: str) -> str:
-    """``text`` with control characters other than tab and newline shown escaped (``\\x1b``): a file's escape
-    sequences must not recolour or clear the reader's terminal."""
-    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+    """``text`` with control characters other than tab and newline shown escaped (``\\x1b``, ``\\u202e``): a file's
+    escape sequences must not recolour or clear the reader's terminal, nor a bidirectional override reorder what
+    is printed after it."""
+    return _CONTROL.sub(_escaped, text)
+
+
+def printable_line(text: str) -> str:
+    """``printable`` for what must stay one line (a file name, a title, a plugin's name, a table cell): line breaks
+    and tabs are escaped too, so a name cannot print a line that looks like the program's own."""
+    return _LINE_CONTROL.sub(_escaped, text)
+
+
+def _escaped(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def console() -> Console:
@@ -45,5 +58,5 @@ def print_table(header: Sequence[str], rows: Sequence[Sequence[str]], out: TextI
     """A plain table, to ``out`` or stdout."""
     table = Table(*header, box=None, header_style="bold", pad_edge=False)
     for row in rows:
-        table.add_row(*(printable(str(cell)) for cell in row))
+        table.add_row(*(printable_line(str(cell)) for cell in row))
     table_console(out).print(table)

@@ -16,6 +16,7 @@ from rag_integration.core.contract.distributions import ENTRY_POINT_GROUP, descr
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
 from rag_integration.core.errors import (
     BackendUnavailableError,
+    ConnectorError,
     DuplicateBackendError,
     InvalidOptionError,
     MalformedPluginError,
@@ -66,7 +67,32 @@ SKIPPED_PLUGINS: dict[str, SkippedPlugin] = {}
 """The entry points the last ``discover_backends`` skipped, by entry point."""
 
 
-def discover_backends() -> list[type[SelectorFeatureGroup]]:
+@dataclass(frozen=True)
+class BrokenPlugin:
+    """A plugin discovery refused, with its error and the selector values it claims, by family (none known when it
+    could not even be imported)."""
+
+    entry_point: str
+    error: ConnectorError
+    claims: tuple[tuple[str, str], ...] = ()
+
+
+BROKEN_PLUGINS: list[BrokenPlugin] = []
+"""What the last tolerant discovery (``backend_classes``) refused: it stops only a request that selects it."""
+
+_LOOKALIKES = (("rn", "m"), ("vv", "w"), ("cl", "d"), ("1", "l"), ("0", "o"))
+"""Letter groups a selector value may not differ in from a loaded one (Unicode's confusables among the characters a
+value may hold: lower-case ASCII letters, digits and ``_``)."""
+
+
+def lookalike_skeleton(value: str) -> str:
+    """What ``value`` looks like: two values with one skeleton read alike ("rn" as "m", "1" as "l")."""
+    for group, shown in _LOOKALIKES:
+        value = value.replace(group, shown)
+    return value
+
+
+def discover_backends(strict: bool = True) -> list[type[SelectorFeatureGroup]]:
     """This package's backends and every backend an installed distribution declares under the
     ``mloda.feature_groups`` entry point group, sorted by family, selector value and class name.
 
@@ -74,33 +100,62 @@ def discover_backends() -> list[type[SelectorFeatureGroup]]:
     machine. Loading imports each manifest module and nothing else: no backend is built, and a library a backend
     wraps is imported only when a request selects it. Refused, each naming both sides: an entry point that fails to
     import (a missing dependency with the extra or package that brings it), a manifest or backend class that breaks
-    its family's declarations (``MalformedPluginError``), and two classes claiming one selector value in one family
-    (``DuplicateBackendError``, mloda's ``PluginRegistryCollisionError``). An entry point whose missing import is one
-    its distribution marks optional (``mloda.optional_dependencies``) is skipped and recorded in ``SKIPPED_PLUGINS``.
+    its family's declarations (``MalformedPluginError``, also for a selector value that reads like a loaded one), and
+    two classes claiming one selector value in one family (``DuplicateBackendError``, mloda's
+    ``PluginRegistryCollisionError``). An entry point whose missing import is one its distribution marks optional
+    (``mloda.optional_dependencies``) is skipped and recorded in ``SKIPPED_PLUGINS``. Not ``strict``, a refused
+    plugin is recorded in ``BROKEN_PLUGINS`` instead and the others load.
     """
     found: dict[tuple[str, str], type[SelectorFeatureGroup]] = {}
     for cls in package_backend_classes():
         found[(cls.FAMILY, str(cls.BACKEND))] = cls
     SKIPPED_PLUGINS.clear()
+    broken: list[BrokenPlugin] = []
     optional = _optional_roots()
     for entry_point in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=_entry_point_order):
         if entry_point.value.startswith(OWN_PACKAGE):
             continue
-        manifest = _load_manifest(entry_point, optional)
-        for cls in _manifest_backends(entry_point, manifest):
-            key = (cls.FAMILY, str(cls.BACKEND))
-            other = found.setdefault(key, cls)
-            if other is not cls:
-                raise DuplicateBackendError(
-                    f"{describe_backend(cls)} claims {cls.SELECTOR}={cls.BACKEND!r} in family {cls.FAMILY!r}, which "
-                    f"{describe_backend(other)} already claims: uninstall one, or give one another BACKEND value"
-                )
+        try:
+            classes = _manifest_backends(entry_point, _load_manifest(entry_point, optional))
+        except ConnectorError as error:
+            if strict:
+                raise
+            broken.append(BrokenPlugin(entry_point.name, error))
+            continue
+        for cls in classes:
+            try:
+                _claim(found, cls)
+            except ConnectorError as error:
+                if strict:
+                    raise
+                broken.append(BrokenPlugin(entry_point.name, error, ((cls.FAMILY, str(cls.BACKEND)),)))
+    BROKEN_PLUGINS[:] = broken
     return sorted(found.values(), key=lambda cls: (cls.FAMILY, str(cls.BACKEND), cls.__name__))
 
 
+def _claim(found: dict[tuple[str, str], type[SelectorFeatureGroup]], cls: type[SelectorFeatureGroup]) -> None:
+    """Add a plugin's backend to ``found``, unless another claims its selector value or one that reads alike."""
+    key = (cls.FAMILY, str(cls.BACKEND))
+    other = found.get(key)
+    if other is not None and other is not cls:
+        raise DuplicateBackendError(
+            f"{describe_backend(cls)} claims {cls.SELECTOR}={cls.BACKEND!r} in family {cls.FAMILY!r}, which "
+            f"{describe_backend(other)} already claims: uninstall one, or give one another BACKEND value"
+        )
+    skeleton = lookalike_skeleton(str(cls.BACKEND))
+    for (family, value), loaded in found.items():
+        if family == cls.FAMILY and value != cls.BACKEND and lookalike_skeleton(value) == skeleton:
+            raise MalformedPluginError(
+                f"{describe_backend(cls)} claims {cls.SELECTOR}={cls.BACKEND!r}, which reads like {value!r} of "
+                f"{describe_backend(loaded)}: give it a value that cannot be mistaken for another"
+            )
+    found[key] = cls
+
+
 def backend_classes() -> list[type[SelectorFeatureGroup]]:
-    """Every backend a user can select: ``discover_backends()``."""
-    return discover_backends()
+    """Every backend a user can select: ``discover_backends`` without stopping at a broken plugin, which is recorded
+    in ``BROKEN_PLUGINS`` and stops only a request that selects what it claims (``backend_class``)."""
+    return discover_backends(strict=False)
 
 
 def selector_values(family: str) -> list[str]:
@@ -112,9 +167,13 @@ def backend_class(family: str, selector: str, value: str) -> type[SelectorFeatur
     """The installed backend class of ``family`` that ``value`` selects; an ``InvalidOptionError`` naming ``selector``
     and listing the valid values, or a ``BackendUnavailableError`` naming the extra to install."""
     candidates = {str(cls.BACKEND): cls for cls in backend_classes() if family == cls.FAMILY}
+    for plugin in BROKEN_PLUGINS:
+        if (family, value) in plugin.claims:
+            raise plugin.error
     cls = candidates.get(value)
     if cls is None:
-        raise InvalidOptionError(selector, value, "one of " + ", ".join(sorted(candidates)))
+        unloaded = "".join(f"; not loaded: {plugin.error}" for plugin in BROKEN_PLUGINS if not plugin.claims)
+        raise InvalidOptionError(selector, value, "one of " + ", ".join(sorted(candidates)) + unloaded)
     if not cls.is_installed():
         raise BackendUnavailableError(
             value, cls.EXTRA or "all", ", ".join(cls.REQUIRED_MODULES), distribution=distribution_of(cls)

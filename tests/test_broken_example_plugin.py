@@ -93,7 +93,7 @@ def test_a_copy_claiming_the_examples_value_is_a_registry_collision(tmp_path: Pa
             "MalformedPluginError",
             "was written for another major version: its family's contract is 1.0, the backend supports ['2.0']",
         ),
-        ({"retriever.py": renamed("")}, "MalformedPluginError", "BACKEND must be a non-empty str"),
+        ({"retriever.py": renamed("")}, "MalformedPluginError", "BACKEND must be a lower-case ASCII identifier"),
         (
             {"plugin.py": ("FEATURE_GROUPS = (TantivyRetriever,)", "FEATURE_GROUPS = TantivyRetriever")},
             "MalformedPluginError",

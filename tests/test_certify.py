@@ -4,6 +4,7 @@ breaks the contract; every check passes for a correct backend and fails for a to
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -300,15 +301,30 @@ def test_a_canary_anywhere_in_the_report_fails_the_secret_check() -> None:
         (["bm25s", "--fixture", "NO_QUERY"], "'query' must be a non-empty string"),
         (["bm25s", "--fixture", "RERANK"], "fit none of the targets' families (retrieve)"),
         (["bm25s", "--option", "novalue"], "KEY=VALUE"),
+        (["bm25s", "--option", "top_k=abc"], "--option top_k"),
+        (["bm25s", "--option", "bm25_k1=-1"], "--option bm25_k1"),
+        (["bm25s", "--fixture", "DEEP"], "nested deeper"),
+        (["bm25s", "--fixture", "/dev/zero"], "cannot be read"),
+        (["bm25s", "--fixture", "FIFO"], "cannot be read"),
+        (["bm25s", "--report", "NO_FOLDER"], "does not exist"),
+        (["bm25s", "--report", "A_FOLDER"], "a folder, expected a file path"),
     ],
 )
 def test_usage_errors_exit_2(tmp_path: Path, arguments: list[str], fragment: str) -> None:
+    """Every argument is checked before any check runs: a bad one is a usage error at once, never a backend "NOT
+    certified" or a raw error after the whole run."""
     files = {
         "MISSING": tmp_path / "missing.json",
         "NOT_JSON": tmp_path / "broken.json",
         "NO_QUERY": tmp_path / "no_query.json",
         "RERANK": tmp_path / "rerank.json",
+        "DEEP": tmp_path / "deep.json",
+        "FIFO": tmp_path / "fifo.json",
+        "NO_FOLDER": tmp_path / "missing" / "report.json",
+        "A_FOLDER": tmp_path,
     }
+    files["DEEP"].write_text('{"query": "cat", "corpus": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    os.mkfifo(files["FIFO"])
     files["NOT_JSON"].write_text("{'query': 1}")
     files["NO_QUERY"].write_text(json.dumps({"corpus": [{"text": "a cat"}]}))
     files["RERANK"].write_text(json.dumps({"query": "cat", "candidates": [{"doc_id": "a", "text": "a cat"}]}))
@@ -316,7 +332,7 @@ def test_usage_errors_exit_2(tmp_path: Path, arguments: list[str], fragment: str
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith("rag-integration: usage error:") and fragment in result.stderr
     if "--fixture" in arguments:
-        assert str(files[arguments[-1]]) in result.stderr  # the message names the file
+        assert str(files.get(arguments[-1], arguments[-1])) in result.stderr  # the message names the file
     if arguments[0] != "bm25s":
         assert certify(arguments[:1], kit=False) == 2  # the Python API too
 

@@ -409,6 +409,28 @@ def test_text_from_files_is_printed_as_it_is_never_as_markup_or_terminal_codes(
     assert f"into {store}:" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("x.txt\n[2] etc-passwd, line 1.txt", "x.txt\\x0a[2] etc-passwd, line 1.txt"),
+        ("report\u202etxt.exe.txt", "report\\u202etxt.exe.txt"),
+    ],
+)
+def test_a_file_name_is_printed_escaped_on_one_line(
+    name: str, shown: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A name cannot print a line that looks like a source of the answer, nor reorder the line it is on."""
+    from rag_integration.cli import main
+
+    (tmp_path / name).write_text("The red valve controls the boiler pressure.\n", encoding="utf-8")
+    (tmp_path / ("empty\n" + name)).write_text("", encoding="utf-8")
+    arguments = ["ask", "What controls the boiler pressure?", "--files", str(tmp_path), "--no-cache", "--verbose"]
+    assert main([*arguments, "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    assert shown in out and "\u202e" not in out and "\n[2]" not in out
+    assert f"empty\\x0a{shown}: no text" in err and "\u202e" not in err
+
+
 def test_a_store_kept_inside_the_folder_it_indexes_is_not_indexed(tmp_path: Path) -> None:
     (tmp_path / "bakery.txt").write_text("The bakery sells rye bread on Mondays.\n", encoding="utf-8")
     arguments = ["index", str(tmp_path), "--index-dir", str(tmp_path / ".rag-index"), "--embedding-model", "hash"]
@@ -500,3 +522,31 @@ def test_unlabelled_documents_among_labelled_ones_are_hidden_unless_public(tmp_p
         assert {passage["doc_id"].split("#")[0] for passage in json.loads(found.stdout)[0]["passages"]} == expected
     refused = RUNNER.invoke(app, [*search, "--unlabelled", "everyone"])
     assert refused.exit_code == 2 and "--unlabelled" in refused.output
+
+
+def test_every_flag_the_docs_name_exists() -> None:
+    """A flag in backticks in the docs is an option of a command, or of a script under ``benchmarks/`` (or uv's
+    ``--all-extras``): the docs describe only options that exist."""
+    import re
+
+    import typer
+
+    command = typer.main.get_command(app)
+    flags = {"--all-extras"}
+    for sub in [command, *getattr(command, "commands", {}).values()]:
+        for parameter in sub.params:
+            flags.update(name for name in [*parameter.opts, *parameter.secondary_opts] if name.startswith("--"))
+    root = Path(__file__).resolve().parents[1]
+    scripts = "".join(path.read_text(encoding="utf-8") for path in (root / "benchmarks").glob("*.py"))
+    named: dict[str, str] = {}
+    for page in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        for flag in re.findall(r"`(--[a-z][a-z0-9-]*)", page.read_text(encoding="utf-8")):
+            named.setdefault(flag, page.name)
+    missing = {flag: page for flag, page in named.items() if flag not in flags and f'"{flag}"' not in scripts}
+    assert not missing, missing
+
+
+def test_debug_is_taken_after_the_command_too(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["backends", "--debug"]) == 0
+    assert main(["search", "x", "--files", "/no/such/folder", "--debug"]) == 2
+    assert "Traceback" in capsys.readouterr().err

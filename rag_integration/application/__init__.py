@@ -20,9 +20,10 @@ from rag_integration.application.notes import RunNotes
 from rag_integration.application.requests import DEFAULT_EMBEDDING_MODEL
 from rag_integration.application.searching import SearchResult, search
 from rag_integration.core.errors import ArgumentError, ConnectorError
-from rag_integration.registry import available_backends
+from rag_integration.registry import BROKEN_PLUGINS, available_backends
 
 __all__ = [
+    "BROKEN_PLUGINS",
     "DEFAULT_EMBEDDING_MODEL",
     "Answer",
     "ArgumentError",

@@ -8,7 +8,7 @@ from pathlib import Path
 from rag_integration.application.arguments import literal
 from rag_integration.core.errors import ArgumentError
 
-ARGUMENTS = {"TARGET": "target", "--option": "option", "--fixture": "fixture"}
+ARGUMENTS = {"TARGET": "target", "--option": "option", "--fixture": "fixture", "--report": "report"}
 """certify's own name of the argument a usage error concerns -> the application's."""
 
 

@@ -25,6 +25,8 @@ class RunNotes:
 
     files_given: bool = False
     warnings: list[str] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
+    """What a run did that a user may ask about (``--verbose``): which sentence ranker answered, and its cost."""
     skipped: list[SkippedFile] = field(default_factory=list)
     read: list[ReadFile] = field(default_factory=list)
 

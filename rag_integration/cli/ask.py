@@ -13,6 +13,7 @@ from rich.padding import Padding
 from rich.text import Text
 
 from rag_integration.application import Answer, RunNotes, ask_all, questions_from
+from rag_integration.application.answering import BEST_SENTENCE_MODEL
 from rag_integration.cli.base import (
     CacheOption,
     EmbeddingModelOption,
@@ -24,7 +25,7 @@ from rag_integration.cli.base import (
     app,
     show_notes,
 )
-from rag_integration.console import console, printable
+from rag_integration.console import console, printable, printable_line
 
 
 @app.command()
@@ -49,10 +50,11 @@ def ask(
     sentence_model: Annotated[
         str,
         typer.Option(
-            help="extractive/template: 'overlap' (words shared with the question) or an embedder "
-            "('multilingual-e5-small' with the multilingual extra) whose similarity helps choose the sentence"
+            help="extractive/template: 'overlap' (words shared with the question), an embedder "
+            "('multilingual-e5-small', the multilingual extra) whose similarity helps choose the sentence, or 'best' "
+            "(default): the embedder when its extra is installed, else overlap"
         ),
-    ] = "overlap",
+    ] = BEST_SENTENCE_MODEL,
     top_k: Annotated[int, typer.Option(min=1, help="passages the answer is drawn from")] = 3,
     language: Annotated[
         str, typer.Option(help="the texts' language as an ISO 639-1 code, or 'auto': detected for each text")
@@ -150,7 +152,7 @@ def print_answers(answers: Sequence[Answer], out: Console) -> None:
             out.print(Text(f"({dropped} sentence(s) the model wrote were dropped: no passage supports them)", "yellow"))
         out.print()
         for source in answer.sources:
-            out.print(Text(f"[{source.number}] ", style="bold") + Text(printable(source.where())))
+            out.print(Text(f"[{source.number}] ", style="bold") + Text(printable_line(source.where())))
             for quote in source.quotes:
                 _indented(out, Text(printable(f"“{quote}”"), style="dim"))
             for claim in source.claims:

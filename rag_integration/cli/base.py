@@ -13,6 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from rag_integration.application import ArgumentError, ConnectorError, RunNotes
+from rag_integration.console import printable_line
 
 PROG = "rag-integration"
 
@@ -40,7 +41,11 @@ class _Commands(TyperGroup):
         **extra: Any,
     ) -> Any:
         arguments = list(sys.argv[1:] if args is None else args)
-        debug = "--debug" in arguments[: arguments.index("--") if "--" in arguments else None]
+        end = arguments.index("--") if "--" in arguments else len(arguments)
+        debug = "--debug" in arguments[:end]
+        if debug:  # the group's option, accepted wherever it is written (``ask --debug ...`` too)
+            arguments = ["--debug", *(argument for argument in arguments[:end] if argument != "--debug")]
+            arguments += list(args if args is not None else sys.argv[1:])[end:]
         code = _run(
             lambda: super(_Commands, self).main(arguments, prog_name or PROG, complete_var, False, **extra), debug
         )
@@ -76,7 +81,7 @@ def _fail(code: int, message: str, debug: bool, error: BaseException) -> int:
     if debug:
         traceback.print_exception(error)
     first_line = message.strip().splitlines()[0] if message.strip() else type(error).__name__
-    print(f"{PROG}: {'usage error' if code == 2 else 'error'}: {first_line}", file=sys.stderr)
+    print(f"{PROG}: {'usage error' if code == 2 else 'error'}: {printable_line(first_line)}", file=sys.stderr)
     return code
 
 
@@ -141,10 +146,12 @@ EmbeddingModelOption = Annotated[
 def show_notes(notes: RunNotes, verbose: bool) -> None:
     """What a run noted, on stderr: each warning, then the count of files not read (``--verbose``: each with why)."""
     for warning in notes.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"warning: {printable_line(warning)}", file=sys.stderr)
+    for detail in notes.details if verbose else ():
+        print(printable_line(detail), file=sys.stderr)
     if notes.skipped:
         hint = "" if verbose else " (--verbose lists them)"
         print(f"skipped {len(notes.skipped)} file(s) not read{hint}", file=sys.stderr)
         if verbose:
             for file in notes.skipped:
-                print(f"  {file.path}: {file.reason}", file=sys.stderr)
+                print(f"  {printable_line(str(file.path))}: {printable_line(file.reason)}", file=sys.stderr)

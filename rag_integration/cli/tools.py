@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from rag_integration.application import available_backends, certify, evaluate_backends, run_demo, run_swap_demo
+from rag_integration.application import (
+    BROKEN_PLUGINS,
+    available_backends,
+    certify,
+    evaluate_backends,
+    run_demo,
+    run_swap_demo,
+)
 from rag_integration.application.arguments import parse_options, split_list
 from rag_integration.cli.base import ProgressOption, app
-from rag_integration.console import print_table, table_console
+from rag_integration.console import print_table, printable_line, table_console
 
 
 @app.command()
@@ -37,6 +45,8 @@ def backends(as_json: Annotated[bool, typer.Option("--json", help="print JSON in
     """List every backend, ours and third-party ones beside them: family, selector value, class, extra, whether it
     is installed, its distribution and version, and the contract version."""
     rows = available_backends()
+    for plugin in BROKEN_PLUGINS:  # listed, not fatal: it stops only a request that selects it
+        print(printable_line(f"not loaded: plugin {plugin.entry_point!r}: {plugin.error}"), file=sys.stderr)
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -86,11 +96,15 @@ def evaluate_command(
         options=parse_options(option or [], "option"),
         progress=progress,
     )
-    table = Table(title=f"{report.dataset}: {report.documents} documents, {report.queries} queries")
+    table = Table(title=printable_line(f"{report.dataset}: {report.documents} documents, {report.queries} queries"))
     for column in ["backend", *report.metric_names, "seconds"]:
         table.add_column(column, justify="left" if column == "backend" else "right")
     for label, result in report.results.items():
-        table.add_row(label, *(f"{result.metrics[name]:.4f}" for name in report.metric_names), f"{result.seconds:.1f}")
+        table.add_row(
+            printable_line(label),
+            *(f"{result.metrics[name]:.4f}" for name in report.metric_names),
+            f"{result.seconds:.1f}",
+        )
     table_console().print(table)
     if json_path is not None:
         report.write_json(json_path)

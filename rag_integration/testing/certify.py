@@ -27,6 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from rag_integration.core.contract.feature_group import SelectorFeatureGroup
+from rag_integration.core.contract.request_options import SHARED_OPTIONS
+from rag_integration.core.errors import ConnectorError
+from rag_integration.core.options import OptionReader, option_specs
 from rag_integration.registry import installed_backends
 from rag_integration.testing.certify_checks import Check, Subject, backend_checks, kit_store_root, redact
 from rag_integration.testing.certify_fixtures import (
@@ -60,6 +63,7 @@ def certifiable(backends: Sequence[str] = ()) -> list[type[SelectorFeatureGroup]
 TARGET = "TARGET"
 """The argument a target's usage error concerns (``CertifyUsageError.param``)."""
 OPTION = "--option"
+REPORT = "--report"
 """The argument a malformed ``KEY=VALUE`` concerns."""
 
 
@@ -152,15 +156,45 @@ def plan_certify(
     the argument at fault: ``"--option"``, ``"TARGET"`` or ``"--fixture"``."""
     extra = parse_options(options)
     chosen = resolve_targets(targets)
+    check_option_values(chosen, extra)
     given = fixtures_for([cls.FAMILY for cls in chosen], [load_fixture(source) for source in fixtures])
     return CertifyPlan(
         targets=tuple(chosen),
         options=extra,
         fixtures=tuple(tuple(own) for own in given),
         kit=kit,
-        report=None if report is None else Path(report),
+        report=None if report is None else writable_report(Path(report)),
         pytest_args=tuple(pytest_args),
     )
+
+
+def check_option_values(targets: Sequence[type[SelectorFeatureGroup]], extra: Mapping[str, Any]) -> None:
+    """Each ``--option`` value a target declares (or every request shares) read as the request would read it: a
+    value of the wrong type is the caller's usage error, not a backend that fails its certification."""
+    for cls in targets:
+        specs = {spec.key: spec for spec in SHARED_OPTIONS}
+        for klass in reversed(cls.__mro__):
+            settings = klass.__dict__.get("SETTINGS")
+            specs.update({spec.key: spec for spec in option_specs(settings)} if settings is not None else {})
+        for key, value in extra.items():
+            if key in specs:
+                try:
+                    specs[key].read(OptionReader({key: value}))
+                except ConnectorError as error:
+                    raise CertifyUsageError(f"--option {key}: {error}", OPTION) from error
+
+
+def writable_report(path: Path) -> Path:
+    """``--report``'s path, checked before any check runs: a file (new or not) in a folder that exists and can be
+    written."""
+    folder = path.parent
+    if path.is_dir():
+        raise CertifyUsageError(f"--report {path}: a folder, expected a file path", REPORT)
+    if not folder.is_dir():
+        raise CertifyUsageError(f"--report {path}: the folder {folder} does not exist", REPORT)
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise CertifyUsageError(f"--report {path}: cannot be written here", REPORT)
+    return path
 
 
 def adapter_for(cls: type[SelectorFeatureGroup], extra_options: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rag_integration.core.documents.files import read_named_file
+from rag_integration.core.errors import ConnectorError
 from rag_integration.testing.kit import ContractKit
 
 FAMILY_INPUTS: Mapping[str, tuple[str, ...]] = {
@@ -38,6 +40,8 @@ INPUT_KEYS = frozenset(FAMILY_INPUTS_ORDER)
 FIXTURE_KEYS = frozenset({"name", "description", "query", "options", "profile", "expect"}) | INPUT_KEYS
 EXPECT_KEYS = frozenset({"top", "answer_contains"})
 RESERVED_OPTIONS = frozenset({"query_text", "question", "profile"}) | INPUT_KEYS
+MAX_FIXTURE_BYTES = 16 * 1024 * 1024
+"""The largest fixture file read: a fixture is a request and its expected answers, never a corpus dump."""
 FIXTURE = "--fixture"
 """The argument a fixture's usage error concerns (``CertifyUsageError.param``)."""
 
@@ -83,12 +87,16 @@ def load_fixture(source: str | Path | Mapping[str, Any]) -> Fixture:
         return parse_fixture(source, "fixture", "<mapping>")
     path = Path(source)
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise CertifyUsageError(f"fixture {path}: cannot be read: {error.strerror or error}", FIXTURE) from error
+        document = json.loads(read_named_file(path, FIXTURE, MAX_FIXTURE_BYTES).decode("utf-8"))
+        return parse_fixture(document, path.stem, str(path))
+    except ConnectorError as error:  # not a regular file, too large, unreadable
+        raise CertifyUsageError(f"fixture {path}: cannot be read: {error}", FIXTURE) from error
+    except RecursionError as error:
+        raise CertifyUsageError(f"fixture {path}: nested deeper than JSON here may be", FIXTURE) from error
     except (UnicodeDecodeError, ValueError) as error:
+        if isinstance(error, CertifyUsageError):
+            raise
         raise CertifyUsageError(f"fixture {path}: not JSON: {error}", FIXTURE) from error
-    return parse_fixture(document, path.stem, str(path))
 
 
 def parse_fixture(document: object, name: str, where: str) -> Fixture:

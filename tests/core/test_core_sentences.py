@@ -105,6 +105,27 @@ def test_a_lone_unmarked_line_is_still_text() -> None:
     assert split_sentences("#hashtag is not a heading") == ["#hashtag is not a heading"]
 
 
+@pytest.mark.parametrize(
+    "question",
+    ["How often?", "(How often?)", "多久换一次\uff1f", "¿Cada cuánto?", "كم مرة؟", "Really?!", "Why\u2049"],
+)
+def test_a_question_heads_the_sentences_after_it_and_is_never_quoted(question: str) -> None:
+    text = f"# Oil\n\n{question} Every 10,000 km. Use 5W-30.\n\nNext question? Its answer."
+    found = [
+        (text[s.start : s.end], s.is_heading, s.heading and text[s.heading[0] : s.heading[1]]) for s in sentences(text)
+    ]
+    assert found == [
+        ("Oil", True, None),
+        (question, True, None),
+        ("Every 10,000 km.", False, question),
+        ("Use 5W-30.", False, question),
+        ("Next question?", True, None),
+        ("Its answer.", False, "Next question?"),
+    ]
+    quoted = [sentence.text for sentence in quotable_sentences(question, [text])]
+    assert quoted[0] in ("Every 10,000 km.", "Use 5W-30.") and question not in quoted
+
+
 TABLE = (
     "### Service intervals\n\n"
     "| Part | Interval |\n"

@@ -4,13 +4,14 @@ naming both sides, an optional dependency's absence skipped, and nothing built o
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
 from plugin_install import install_distribution, run_with
 
 from rag_integration import discover_backends
-from rag_integration.registry import package_backend_classes
+from rag_integration.registry import lookalike_skeleton, package_backend_classes
 
 FEATURE_GROUPS = {"mloda.feature_groups": {"toy": "toy_plugin.manifest:FEATURE_GROUPS"}}
 
@@ -155,7 +156,10 @@ def test_a_manifest_that_fails_while_built_or_lacks_its_own_module_is_refused(tm
         ({"manifest": "FEATURE_GROUPS = ('ToyRetriever',)\n"}, "which is not a class"),
         ({"contracts": ("2.0",)}, "was written for another major version"),
         ({"contracts": ("1.7",)}, "does not list this minor version"),
-        ({"backend": ""}, "BACKEND must be a non-empty str"),
+        ({"backend": ""}, "BACKEND must be a lower-case ASCII identifier"),
+        ({"backend": "bm25\u0455"}, "BACKEND must be a lower-case ASCII identifier"),  # a Cyrillic dze
+        ({"backend": "Toy"}, "BACKEND must be a lower-case ASCII identifier"),
+        ({"backend": "toy\u200b"}, "BACKEND must be a lower-case ASCII identifier"),
         ({"profiles": '{"fast": Profile(budget_ms=300)}'}, "PROFILES must include 'default'"),
         ({"profiles": '{"default": Profile(budget_ms=0)}'}, "budget_ms 0"),
         ({"profiles": '{"default": Profile({"bm25_k9": 1})}'}, "presets 'bm25_k9', which the backend does not declare"),
@@ -222,3 +226,47 @@ def test_discovery_and_mlodas_loader_work_with_every_optional_library_missing(tm
     result = json.loads(completed.stdout.strip().splitlines()[-1])
     assert result["found"] == len(discover_backends())  # a plugin needing none of them (the tantivy example) stays
     assert result["installed"] < len(package_backend_classes())
+
+
+def test_a_value_reading_like_a_loaded_one_is_refused(tmp_path: Path) -> None:
+    """Lower-case ASCII letters still read alike in groups ("rn" and "m", "1" and "l"): such a value is refused."""
+    assert lookalike_skeleton("brn25s") == lookalike_skeleton("bm25s")
+    assert lookalike_skeleton("l1m") == lookalike_skeleton("llm") and lookalike_skeleton("ternplate") == "template"
+    assert lookalike_skeleton("tfidf") != lookalike_skeleton("tfldf")
+    install_distribution(tmp_path, "toy-plugin", toy_files(backend="brn25s"), FEATURE_GROUPS)
+    result = discover_in(tmp_path)
+    assert result["error"] == "MalformedPluginError", result
+    assert "retrieve_backend='brn25s', which reads like 'bm25s'" in str(result["message"])
+
+
+BACKENDS_AND_ASK = """
+    import sys
+    from rag_integration.cli import main
+    code = main(sys.argv[1:])
+    print("exit", code)
+"""
+
+
+def test_a_broken_plugin_nobody_selects_is_listed_and_stops_only_a_request_selecting_it(tmp_path: Path) -> None:
+    install_distribution(
+        tmp_path, "toy-plugin", toy_files(manifest="raise RuntimeError('no config')\n"), FEATURE_GROUPS
+    )
+    rival = {
+        "rival_plugin/__init__.py": textwrap.dedent(GOOD_BACKEND)
+        .format(backend="bm25s", contracts=("1.0",), profiles=DEFAULT_PROFILES)
+        .replace("ToyRetriever", "RivalRetriever")
+        + "\nFEATURE_GROUPS = (RivalRetriever,)\n"
+    }
+    install_distribution(
+        tmp_path, "rival-plugin", rival, {"mloda.feature_groups": {"rival": "rival_plugin:FEATURE_GROUPS"}}
+    )
+    listed = run_with(tmp_path, BACKENDS_AND_ASK, arguments=["backends"])
+    assert "exit 0" in listed.stdout, listed.stderr[-2000:]
+    assert "not loaded: plugin 'toy'" in listed.stderr and "RuntimeError: no config" in listed.stderr
+    assert "not loaded: plugin 'rival'" in listed.stderr and "Bm25sRetriever" in listed.stderr
+    (tmp_path / "notes.txt").write_text("The bakery sells rye bread on Mondays.\n", encoding="utf-8")
+    question = ["ask", "When is rye bread sold?", "--files", str(tmp_path / "notes.txt"), "--no-cache", "--no-progress"]
+    asked = run_with(tmp_path, BACKENDS_AND_ASK, arguments=[*question, "--backend", "tfidf"])
+    assert "exit 0" in asked.stdout and "Mondays" in asked.stdout, asked.stderr[-2000:]
+    selected = run_with(tmp_path, BACKENDS_AND_ASK, arguments=[*question, "--backend", "bm25s"])
+    assert "exit 2" in selected.stdout and "rival_plugin.RivalRetriever" in selected.stderr  # which bm25s is meant?

@@ -33,35 +33,55 @@ def root(tmp_path: Path) -> Path:
     return folder
 
 
-def test_a_link_to_a_file_outside_the_folder_is_refused_even_when_links_are_followed(root: Path) -> None:
+def skipped() -> dict[str, str]:
+    """The files skipped since the last call, by name, with why."""
+    return {Path(file.path).name: file.reason for file in SKIPPED_FILES.take()}
+
+
+def test_a_link_to_a_file_outside_the_folder_is_skipped_with_why_and_refused_when_named(root: Path) -> None:
     (root / "leak.txt").symlink_to(root.parent / "secret.txt")
-    with pytest.raises(UnsafePathError, match="paths"):
-        docs(str(root))
+    for paths in (str(root), str(root / "*.txt")):
+        for follow in (False, True):
+            skipped()
+            rows = docs(paths, follow_symlinks=follow)
+            assert "outside the root" not in [row["text"] for row in rows]
+            assert "a.txt" in [row["doc_id"] for row in rows]
+            assert ("outside" if follow else "follow_symlinks") in skipped()["leak.txt"]
     with pytest.raises(UnsafePathError, match="inside"):
-        docs(str(root), follow_symlinks=True)
-    with pytest.raises(UnsafePathError):
-        docs(str(root / "*.txt"), follow_symlinks=True)
+        docs(str(root / "leak.txt"))
 
 
-def test_a_link_to_a_proc_file_is_refused(root: Path) -> None:
+def test_a_link_to_a_proc_file_is_never_read(root: Path) -> None:
     (root / "status.txt").symlink_to("/proc/self/status")
     for follow in (False, True):
-        with pytest.raises(UnsafePathError):
-            docs(str(root), follow_symlinks=follow)
+        skipped()
+        assert [row["doc_id"] for row in docs(str(root), follow_symlinks=follow)] == ["a.txt", "sub/b.md"]
+        assert "status.txt" in skipped()
     with pytest.raises(UnsafePathError):
         docs(str(root / "status.txt"), follow_symlinks=True)
 
 
-def test_links_inside_the_folder_are_read_only_when_followed(root: Path) -> None:
+def test_links_inside_the_folder_are_read_unless_links_are_not_followed(root: Path) -> None:
     (root / "again.txt").symlink_to(root / "a.txt")
-    with pytest.raises(UnsafePathError, match="follow_symlinks"):
-        docs(str(root))
-    rows = docs(str(root), follow_symlinks=True)
+    rows = docs(str(root))
     assert [(row["doc_id"], row["text"]) for row in rows] == [
         ("a.txt", "alpha"),
         ("again.txt", "alpha"),
         ("sub/b.md", "beta"),
     ]
+    skipped()
+    assert [row["doc_id"] for row in docs(str(root), follow_symlinks=False)] == ["a.txt", "sub/b.md"]
+    assert "follow_symlinks" in skipped()["again.txt"]
+
+
+def test_a_fifo_or_a_large_file_in_a_folder_is_skipped_not_fatal(root: Path) -> None:
+    os.mkfifo(root / "pipe.txt")
+    (root / "big.txt").write_bytes(b"x" * 2_000)
+    skipped()
+    assert [row["doc_id"] for row in docs(str(root), max_file_bytes=1_000)] == ["a.txt", "sub/b.md"]
+    assert {"pipe.txt", "big.txt"} <= set(skipped())
+    with pytest.raises(InvalidOptionError, match="max_file_bytes"):
+        docs(str(root / "big.txt"), max_file_bytes=1_000)
 
 
 def test_symlinked_folders_are_not_descended_and_loops_end(root: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -96,10 +116,11 @@ def test_files_skipped_for_their_type_are_logged(root: Path, caplog: pytest.LogC
     assert "skipped" in caplog.text and "image.png: not a file type read here (.png)" in caplog.text
 
 
-def test_a_file_over_the_size_limit_is_refused(root: Path) -> None:
+def test_a_file_over_the_size_limit_is_refused_when_named_and_skipped_in_a_folder(root: Path) -> None:
     (root / "big.txt").write_text("x" * 100, encoding="utf-8")
     with pytest.raises(InvalidOptionError, match="max_file_bytes"):
-        docs(str(root), max_file_bytes=50)
+        docs(str(root / "big.txt"), max_file_bytes=50)
+    assert [row["doc_id"] for row in docs(str(root), max_file_bytes=50)] == ["a.txt", "sub/b.md"]
     assert len(docs(str(root), max_file_bytes=100)) == 3
     with pytest.raises(InvalidOptionError, match="max_file_bytes"):
         docs(str(root), max_file_bytes=0)
@@ -109,7 +130,7 @@ def test_a_file_over_the_size_limit_is_refused(root: Path) -> None:
 def test_a_fifo_is_refused_without_blocking(root: Path) -> None:
     os.mkfifo(root / "pipe.txt")
     with pytest.raises(UnsafePathError, match="regular file"):
-        docs(str(root))
+        docs(str(root / "pipe.txt"))
 
 
 def test_a_read_error_is_typed(root: Path) -> None:
@@ -195,3 +216,8 @@ def test_a_walk_leaves_hidden_and_tool_folders_unless_named(root: Path) -> None:
     assert [row["doc_id"] for row in docs(str(root))] == ["a.txt", "sub/b.md"]
     assert {Path(entry.path).name for entry in SKIPPED_FILES.take()} == {".git", "node_modules", ".venv"}
     assert [row["doc_id"] for row in docs(str(root / ".git"))] == ["README.md"]
+
+
+def test_a_glob_matches_names_whatever_their_letter_case(root: Path) -> None:
+    (root / "UPPER.TXT").write_text("shouted", encoding="utf-8")
+    assert [row["doc_id"] for row in docs(str(root / "*.txt"))] == ["UPPER.TXT", "a.txt"]

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from rag_integration.core.contract.frames import ReadableFrame
 
 CONTRACT_FORM = re.compile(r"(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})")
+SELECTOR_VALUE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+"""What a backend's selector value may be: a lower-case ASCII identifier, so no two read alike but for case,
+script or invisible characters."""
 
 
 class SelectorFeatureGroup(FeatureGroup):
@@ -215,8 +218,11 @@ class SelectorFeatureGroup(FeatureGroup):
         """What this backend class declares wrongly for its family (empty when nothing): checked by
         ``discover_backends`` for every backend an entry point brings."""
         problems = []
-        if not isinstance(cls.BACKEND, str) or not cls.BACKEND.strip():
-            problems.append(f"BACKEND must be a non-empty str, got {cls.BACKEND!r}")
+        if not isinstance(cls.BACKEND, str) or not SELECTOR_VALUE.fullmatch(cls.BACKEND):
+            problems.append(
+                f"BACKEND must be a lower-case ASCII identifier (letters, digits, '_'), got {cls.BACKEND!r}: a value "
+                "users type and read must not hide look-alike characters"
+            )
         family_base = next((klass for klass in cls.__mro__[1:] if klass.__dict__.get("FAMILY")), None)
         for name in ("FAMILY", "FEATURE_NAME", "SELECTOR"):
             if family_base is not None and getattr(cls, name) != getattr(family_base, name):

@@ -101,10 +101,11 @@ READ_FILES = ReadFiles()
 
 @dataclass(frozen=True, slots=True)
 class FileRules:
-    """Which files a pattern may yield: their suffixes, whether links are followed, how large one may be."""
+    """Which files a pattern may yield: their suffixes, whether links to files inside the folder given are followed
+    (those leading out never are), how large one may be."""
 
     suffixes: tuple[str, ...]
-    follow_symlinks: bool = False
+    follow_symlinks: bool = True
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     option: str = "paths"
     size_option: str | None = "max_file_bytes"
@@ -199,8 +200,9 @@ def _glob(pattern: str, rules: FileRules) -> list[FoundFile]:
 
 
 def _matches(names: list[str], wanted: Sequence[str]) -> bool:
-    """Whether path parts match glob parts (``**`` is any number of folders); a name starting with a dot matches
-    only a part that starts with one, as ``glob`` does. Memoised, so at most parts x names steps."""
+    """Whether path parts match glob parts (``**`` is any number of folders), letter case aside (``*.txt`` takes
+    ``NOTES.TXT``, as the suffixes read do); a name starting with a dot matches only a part that starts with one, as
+    ``glob`` does. Memoised, so at most parts x names steps."""
 
     @functools.cache
     def match(name: int, part: int) -> bool:
@@ -210,7 +212,8 @@ def _matches(names: list[str], wanted: Sequence[str]) -> bool:
             return wanted[part] == "**" and match(name, part + 1)
         if wanted[part] == "**":
             return match(name, part + 1) or (name < len(names) and match(name + 1, part))
-        return name < len(names) and fnmatch.fnmatchcase(names[name], wanted[part]) and match(name + 1, part + 1)
+        found = name < len(names) and fnmatch.fnmatchcase(names[name].casefold(), wanted[part].casefold())
+        return found and match(name + 1, part + 1)
 
     return match(0, 0)
 
@@ -251,7 +254,10 @@ def _walk(
             elif (suffix := Path(entry.name).suffix.lower()) not in rules.suffixes:
                 SKIPPED_FILES.record(shown, f"not a file type read here ({suffix or 'no suffix'})")
             else:
-                found.append((relative, _checked(shown, root, rules), shown))
+                try:
+                    found.append((relative, _checked(shown, root, rules), shown))
+                except UnsafePathError as error:  # one file a folder holds never stops the folder's other files
+                    SKIPPED_FILES.record(shown, f"not read: expected {str(error).partition(': expected ')[2]}")
     found.sort(key=lambda item: item[0])
     return found
 
@@ -279,7 +285,8 @@ def _unfollowed_link(link: Path) -> str | None:
 
 
 def _checked(path: Path, root: Path, rules: FileRules) -> Path:
-    """The resolved path of a file that may be read: inside ``root``, a link only when links are followed."""
+    """The resolved path of a file that may be read: inside ``root`` (a link too, unless links are not followed);
+    a link that leads out of the folder given reads nothing the user gave, so it never is."""
     if path.is_symlink() and not rules.follow_symlinks:
         raise UnsafePathError(
             rules.option,
@@ -289,7 +296,7 @@ def _checked(path: Path, root: Path, rules: FileRules) -> Path:
         )
     real = Path(os.path.realpath(path))
     if not real.is_relative_to(root):
-        raise UnsafePathError(rules.option, str(path), f"a file inside {root} (it resolves to {real})")
+        raise UnsafePathError(rules.option, str(path), f"a file inside {root} (it links to {real}, outside)")
     if any(real.is_relative_to(pseudo) for pseudo in PSEUDO_FILESYSTEMS):
         raise UnsafePathError(rules.option, str(path), f"a regular file, not the pseudo-file {real}")
     return real
@@ -346,11 +353,12 @@ def read_named_file(path: Path, option: str, max_bytes: int) -> bytes:
 
 def skip_unreadable(file: FoundFile, error: InvalidOptionError, rules: FileRules) -> bool:
     """Whether a reader's refusal of ``file`` as a whole (``error`` about the file's option, ``rules.option``, with
-    the file as its value: text not in the encoding, a damaged or locked PDF, a damaged .docx) was recorded in
+    the file as its value: not a regular file, too large, text not in the encoding, a damaged or locked PDF, a
+    damaged .docx) was recorded in
     ``SKIPPED_FILES`` with its reason, so that one such file does not stop the others being read: so for a file a
     folder or glob held. Not for a file named on its own, an error about a record inside the file (its value
     ``file:line``) or one about another option: those stay the caller's to raise."""
-    if file.named or error.option != rules.option or error.value != str(file.shown):
+    if file.named or error.option not in (rules.option, rules.size_option) or error.value != str(file.shown):
         return False
     _, found, expected = str(error).partition(": expected ")
     SKIPPED_FILES.record(file.shown, f"not readable: expected {expected}" if found else f"not readable: {error}")

@@ -87,6 +87,10 @@ _TABLE_SEPARATOR = re.compile(r"[ \t]{0,3}\|?[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?
 _TABLE_START = re.compile(r"[ \t]{0,3}[#|]")
 """How a one-line text that may be a heading or a table row starts; any other line is one block as it is."""
 LEAD_IN_MARKS = ":\uff1a"
+SHOUTED_WORDS = 12
+"""The most words a line in capitals may have to be a heading: longer ones are a text written in capitals."""
+QUESTION_MARKS = "?\uff1f\u061f\u2047\u2048\u2049"
+"""Marks that end a question: Latin (also Spanish ``¿...?``), full-width CJK, Arabic, and the doubled forms."""
 """How a block that introduces what follows ends ("To check the oil level:"), in Latin and full-width script."""
 BLOCK_KINDS = ("text", "title", "heading", "item", "row", "header")
 """What a layout block is: running text, a one-line unmarked title, a marked heading (ATX or setext), a list item,
@@ -145,7 +149,10 @@ def sentences(text: str) -> list[Sentence]:
 
     A table row is one sentence, its cells without the outer pipes ("Brake fluid | every 2 years"), under its
     table's header row (the column names) when the table has one, else under the heading; the header row is a
-    heading."""
+    heading.
+
+    A question is never an answer: a sentence that asks (``QUESTION_MARKS``) is a heading over the sentences after
+    it, as an FAQ's question is over its answer, until the next heading or question."""
     found: list[Sentence] = []
     heading: tuple[int, int] | None = None
     header: tuple[int, int] | None = None
@@ -166,9 +173,15 @@ def sentences(text: str) -> list[Sentence]:
         if block.heading:
             heading = (spans[0][0], spans[-1][1])
             found.extend(Sentence(start, end, None, True) for start, end in spans)
+        elif block.kind == "row":
+            found.extend(Sentence(start, end, header or heading) for start, end in spans)
         else:
-            context = header if block.kind == "row" and header is not None else heading
-            found.extend(Sentence(start, end, context) for start, end in spans)
+            for start, end in spans:
+                if _asks(text, end):
+                    heading = (start, end)
+                    found.append(Sentence(start, end, None, True))
+                else:
+                    found.append(Sentence(start, end, heading))
     return found
 
 
@@ -179,7 +192,8 @@ def block_spans(text: str) -> list[Block]:
     unless it starts with ``#`` or ``|`` (a heading or a table row alone). An ATX heading (``## Title``) or a
     paragraph underlined setext-style is a heading even with nothing after it; a single line ending in a letter or
     digit (no mark) is a heading when a list item, a table or a block that ends in a sentence mark follows it: a
-    title over prose, where a run of unpunctuated lines (a poem, a list of notes) titles nothing.
+    title over prose, where a run of unpunctuated lines (a poem, a list of notes) titles nothing. A line in
+    capitals (``OPENING HOURS``) over a line that is not is a block of its own and a heading over what follows.
 
     A table is a header row (a line with ``|``) over a separator row (``|---|---|``, as many cells), then every
     following line with a ``|``; a line starting and ending with ``|`` is a table row too. Each row is a block of
@@ -230,7 +244,7 @@ def _layout(text: str) -> tuple[list[Block], list[tuple[int, int, int, int]]]:
         if start >= 0 and text[start:end].strip():
             if heading:
                 found.append((start, end, "heading"))
-            elif kind == "text" and lines == 1 and _last_visible(text, end).isalnum():
+            elif kind == "text" and lines == 1 and (_last_visible(text, end).isalnum() or _shouted(text[start:end])):
                 found.append((start, end, "title"))
             else:
                 found.append((start, end, kind))
@@ -291,6 +305,9 @@ def _layout(text: str) -> tuple[list[Block], list[tuple[int, int, int, int]]]:
                     start, lines, kind = line_start, 0, "text"
                 end = line_end
                 lines += 1
+                next_line = body_lines[number + 1] if number + 1 < len(body_lines) else ""
+                if lines == 1 and _shouted(body) and next_line.strip() and not _in_capitals(next_line):
+                    close()  # an all-caps line over lines that are not titles them (a text all in capitals stays)
         line_start = line_end + 1
     close()
     close_paragraph()
@@ -300,7 +317,11 @@ def _layout(text: str) -> tuple[list[Block], list[tuple[int, int, int, int]]]:
         heading = block_kind in ("heading", "header") or (
             block_kind == "title"
             and following is not None
-            and (following[2] in ("item", "row", "header") or _last_visible(text, following[1]) in SENTENCE_MARKS)
+            and (
+                following[2] in ("item", "row", "header")
+                or _last_visible(text, following[1]) in SENTENCE_MARKS
+                or _shouted(text[block_start:block_end])
+            )
         )
         blocks.append(Block(block_start, block_end, heading, block_kind))
     return blocks, paragraphs
@@ -353,6 +374,37 @@ def ends_lead_in(text: str, end: int | None = None) -> bool:
     oil level:") that introduces what follows and says nothing alone."""
     last = _last_visible(text, len(text) if end is None else end)
     return last != "" and last in LEAD_IN_MARKS
+
+
+def _asks(text: str, end: int) -> bool:
+    """Whether the sentence ending at ``end`` asks: its closing run of sentence marks (closing brackets and quotes
+    aside) holds a question mark ("Why?", "Really?!", "多久\uff1f")."""
+    position = end - 1
+    while position >= 0 and (text[position].isspace() or text[position] in CLOSING):
+        position -= 1
+    while position >= 0 and text[position] in SENTENCE_MARKS:
+        if text[position] in QUESTION_MARKS:
+            return True
+        position -= 1
+    return False
+
+
+def _shouted(line: str) -> bool:
+    """Whether a line is written in capitals as a heading is ("OPENING HOURS"): at most ``SHOUTED_WORDS`` words, two
+    or more cased letters, none in lower case, and no sentence mark at its end. Scripts without case never are."""
+    if len(line.split(None, SHOUTED_WORDS)) > SHOUTED_WORDS:
+        return False
+    return _in_capitals(line) and _last_visible(line, len(line)) not in SENTENCE_MARKS
+
+
+def _in_capitals(line: str) -> bool:
+    """Whether a line's letters are capitals: two or more cased ones, none in lower case."""
+    cased = 0
+    for character in line:
+        if character.islower():
+            return False
+        cased += character.isupper()
+    return cased >= 2
 
 
 def _last_visible(text: str, end: int) -> str:

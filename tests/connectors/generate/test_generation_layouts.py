@@ -218,8 +218,51 @@ def test_a_lead_in_answer_brings_its_steps_up_to_the_next_heading(lead_in: str, 
     question = {"To": "How do I check the oil level?", "So": "Wie prüfe ich den Ölstand?"}.get(
         lead_in[:2], "如何检查机油液位\uff1f"
     )
-    extractive, _ = answers(question, text)
-    assert extractive == " ".join(f"{sentence} [1]" for sentence in [lead_in, *steps])
+    extractive, template = answers(question, text)
+    expected = " ".join(f"{sentence} [1]" for sentence in [lead_in, *steps])
+    assert extractive == expected
+    assert template.startswith(expected)
+
+
+@pytest.mark.parametrize(
+    ("question", "faq", "answer"),
+    [
+        (
+            "How often should I change the engine oil?",
+            "How often should I change the engine oil?\nChange the engine oil every 10,000 km.",
+            "Change the engine oil every 10,000 km.",
+        ),
+        (
+            "Wie oft sollte ich das Motoröl wechseln?",
+            "Wie oft sollte ich das Motoröl wechseln?\n\nWechseln Sie das Motoröl alle 10.000 km.",
+            "Wechseln Sie das Motoröl alle 10.000 km.",
+        ),
+        ("机油多久换一次\uff1f", "机油多久换一次\uff1f\n每行驶一万公里更换一次机油。", "每行驶一万公里更换一次机油。"),
+        ("¿Cada cuánto cambio el aceite?", "¿Cada cuánto cambio el aceite? Cambie el aceite cada 10.000 km.", None),
+        ("كم مرة أغير الزيت؟", "كم مرة أغير الزيت؟ غيّر الزيت كل عشرة آلاف كيلومتر.", "غيّر الزيت كل عشرة آلاف كيلومتر."),
+    ],
+)
+def test_an_faq_is_answered_with_its_answer_never_its_question(question: str, faq: str, answer: str | None) -> None:
+    text = f"{faq}\n\nHow do I reset the clock?\nHold the clock button for three seconds."
+    expected = answer or "Cambie el aceite cada 10.000 km."
+    extractive, template = answers(question, text)
+    assert extractive == f"{expected} [1]"
+    assert template.startswith(f"{expected} [1]")
+    assert "?" not in template and "\uff1f" not in template and "؟" not in template
+
+
+@pytest.mark.parametrize("line_end", ["\n", "\r\n"])
+def test_a_line_in_capitals_is_a_heading_not_an_answer(line_end: str) -> None:
+    text = line_end.join(["OPENING HOURS", "Monday to Friday 9:00 to 17:00", "Saturday 10:00 to 14:00", ""])
+    extractive, template = answers("What are the opening hours?", text)
+    assert "OPENING" not in extractive and "OPENING" not in template
+    assert extractive.startswith("Monday to Friday 9:00 to 17:00")
+
+
+def test_a_text_written_in_capitals_is_still_quoted() -> None:
+    text = "THE SOFTWARE IS PROVIDED AS IS\nWITHOUT WARRANTY OF ANY KIND.\n"
+    extractive, _ = answers("Is the software provided with a warranty?", text)
+    assert extractive == "THE SOFTWARE IS PROVIDED AS IS\nWITHOUT WARRANTY OF ANY KIND. [1]".replace("\n", " ")
 
 
 def test_a_lead_in_brings_at_most_a_list_of_steps() -> None:

@@ -179,18 +179,28 @@ def best_answer(query: str, ranked: Sequence[QuotableSentence]) -> list[Quotable
     best = ranked[0]
     by_place = {(s.source, s.index): s for s in ranked if s.source == best.source}
     if ends_lead_in(best.text):
-        items: list[QuotableSentence] = []
-        index = best.index + 1
-        while len(items) < MAX_LEAD_IN_ITEMS and (item := by_place.get((best.source, index))) is not None:
-            items.append(item)
-            if ends_lead_in(item.text):
-                break
-            index += 1
-        return [best, *items]
+        return [best, *lead_in_items(best, by_place)]
     following = by_place.get((best.source, best.index + 1))
     if following is None or lexical_scores(query, [following.text])[0] <= 0.0:
         return [best]
     return [best, following]
+
+
+def lead_in_items(
+    lead_in: QuotableSentence, by_place: Mapping[tuple[int, int], QuotableSentence]
+) -> list[QuotableSentence]:
+    """The sentences a lead-in ("Packing list:") brings along, found ``by_place`` (source, index): those right after
+    it in its passage, up to ``MAX_LEAD_IN_ITEMS`` and the next lead-in; none when ``lead_in`` is not one."""
+    items: list[QuotableSentence] = []
+    if not ends_lead_in(lead_in.text):
+        return items
+    index = lead_in.index + 1
+    while len(items) < MAX_LEAD_IN_ITEMS and (item := by_place.get((lead_in.source, index))) is not None:
+        items.append(item)
+        if ends_lead_in(item.text):
+            break
+        index += 1
+    return items
 
 
 def check_sentence_model(model: str) -> None:

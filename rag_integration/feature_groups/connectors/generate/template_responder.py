@@ -15,6 +15,7 @@ from rag_integration.feature_groups.connectors.generate.base import (
     Answer,
     BaseGenerateConnector,
     compose,
+    lead_in_items,
     scored_sentences,
 )
 
@@ -40,7 +41,8 @@ class TemplateSettings:
 class TemplateResponder(BaseGenerateConnector[TemplateSettings]):
     """``generate_backend="template"``: up to ``max_sentences`` (default 3) best-matching sentences within
     ``max_words``, best first (by their match, not their place in the passages), as ``"sentence [n] sentence [m]"``;
-    each passage drawn from is cited once, a repeated sentence is used once."""
+    each passage drawn from is cited once, a repeated sentence is used once. A lead-in ("Packing list:") comes with
+    the items after it, as in ``extractive``, and counts as one sentence."""
 
     BACKEND: ClassVar[str | None] = "template"
     SETTINGS: ClassVar[type[Any] | None] = TemplateSettings
@@ -49,18 +51,25 @@ class TemplateResponder(BaseGenerateConnector[TemplateSettings]):
     def respond(cls, query: str, passages: Sequence[Document], settings: TemplateSettings) -> Answer:
         picks: list[QuotableSentence] = []
         seen: set[str] = set()
-        words = 0
-        for sentence in scored_sentences(query, passages, settings.sentence_model):
-            if len(picks) == settings.max_sentences:
+        words = chosen = 0
+        ranked = scored_sentences(query, passages, settings.sentence_model)
+        by_place = {(sentence.source, sentence.index): sentence for sentence in ranked}
+        for sentence in ranked:
+            if chosen == settings.max_sentences:
                 break
             if not sentence.shares_a_word:  # a model may rank it high; the template quotes only matches
                 continue
-            length = count_words(sentence.text)
-            if sentence.text.casefold() in seen or (
-                picks and settings.max_words is not None and words + length > settings.max_words
+            group = [sentence, *lead_in_items(sentence, by_place)]
+            group = [part for part in group if part.text.casefold() not in seen]
+            length = sum(count_words(part.text) for part in group)
+            if (
+                not group
+                or group[0] is not sentence
+                or (picks and settings.max_words is not None and words + length > settings.max_words)
             ):
                 continue
-            seen.add(sentence.text.casefold())
-            picks.append(sentence)
+            seen.update(part.text.casefold() for part in group)
+            picks.extend(group)
             words += length
+            chosen += 1
         return compose(picks, passages)

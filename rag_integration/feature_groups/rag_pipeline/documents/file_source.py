@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rag_integration.core.documents.encodings import decode_text
 from rag_integration.core.documents.files import (
     DEFAULT_MAX_FILE_BYTES,
     READ_FILES,
@@ -30,7 +31,6 @@ from rag_integration.feature_groups.rag_pipeline.documents.base import BaseDocum
 SUFFIXES = (".txt", ".md", ".rst", ".html", ".htm", ".pdf", ".docx", ".jsonl", ".csv")
 HTML_SUFFIXES = (".html", ".htm")
 BINARY_SUFFIXES = (".pdf", ".docx")
-UTF8_NAMES = frozenset({"utf-8", "utf8", "utf_8"})
 MAX_JSON_NESTING = 64
 """How deeply a JSONL record may nest: deeper is refused before it can exhaust the parser's recursion."""
 
@@ -40,7 +40,12 @@ class FileSourceSettings:
     paths: str | list[str] = option(
         "paths", "string_or_strings", "a folder (read recursively), a file or a glob, or a list of them"
     )
-    encoding: str = option("encoding", "string", "the files' text encoding", default="utf-8")
+    encoding: str = option(
+        "encoding",
+        "string",
+        "the text encoding of files without a byte-order mark (with utf-8, a web page's declared charset is read)",
+        default="utf-8",
+    )
     text_field: str = option(
         "text_field", "string", "the text's field in a `.jsonl` record or `.csv` row", default="text"
     )
@@ -48,7 +53,11 @@ class FileSourceSettings:
         "id_field", "string", "the doc_id's field in a `.jsonl` record or `.csv` row", default="doc_id"
     )
     follow_symlinks: bool = option(
-        "follow_symlinks", "boolean", "follow links out of a folder (they must still stay inside it)", default=False
+        "follow_symlinks",
+        "boolean",
+        "read links to files inside the folder given (links leading out of it are always skipped); False skips every "
+        "link",
+        default=True,
     )
     max_file_bytes: int = option(
         "max_file_bytes",
@@ -66,7 +75,7 @@ class FileDocumentSource(BaseDocumentSource):
     every document records its file in ``source``. A file that is not read is recorded in ``SKIPPED_FILES``: one of
     another type, and one a folder or glob held whose content cannot be read (text not in ``encoding``, a damaged
     PDF or .docx); a file named on its own that cannot be read, or a malformed record, is an ``InvalidOptionError``.
-    Folders are untrusted (``core.documents.files``): ``follow_symlinks`` (default False) and ``max_file_bytes`` bound them."""
+    Folders are untrusted (``core.documents.files``): ``follow_symlinks`` (links inside the folder given) and ``max_file_bytes`` bound them."""
 
     BACKEND: ClassVar[str | None] = "files"
     SETTINGS: ClassVar[type[Any] | None] = FileSourceSettings
@@ -84,9 +93,9 @@ class FileDocumentSource(BaseDocumentSource):
         paths = settings.paths
         documents: list[dict[str, Any]] = []
         for file in find_files([paths] if isinstance(paths, str) else paths, rules):
-            data = read_file_bytes(file, rules)
-            READ_FILES.record(file.real, data)
             try:
+                data = read_file_bytes(file, rules)
+                READ_FILES.record(file.real, data)
                 documents.extend(_read_file(file, data, settings))
             except InvalidOptionError as error:
                 if not file.named and error.option == "text_field":  # a table of data a folder holds, not documents
@@ -103,14 +112,11 @@ def _read_file(found: FoundFile, data: bytes, settings: FileSourceSettings) -> l
     suffix = file.suffix.lower()
     if suffix in BINARY_SUFFIXES:
         return _binary_documents(found, data)
-    encoding = (
-        "utf-8-sig" if settings.encoding.lower() in UTF8_NAMES else settings.encoding
-    )  # a leading BOM is not text
     try:
-        content = data.decode(encoding)
+        content = decode_text(data, settings.encoding, html=suffix in HTML_SUFFIXES)
     except UnicodeDecodeError as error:
         raise InvalidOptionError(
-            "paths", str(file), f"text in {settings.encoding} (byte {error.start}: {error.reason})"
+            "paths", str(file), f"text in {error.encoding} (byte {error.start}: {error.reason})"
         ) from error
     except LookupError as error:
         raise InvalidOptionError("encoding", settings.encoding, "a codec Python knows") from error
