@@ -31,6 +31,17 @@ def printable_line(text: str) -> str:
     return _LINE_CONTROL.sub(_escaped, text)
 
 
+ECHO_CHARACTERS = 300
+"""The most of a user's own text (a question) printed back: a 10,000-word question is not worth repeating."""
+
+
+def echoed(text: str) -> str:
+    """A user's text as printed back to them: ``printable_line``, and cut at ``ECHO_CHARACTERS`` with its length."""
+    if len(text) <= ECHO_CHARACTERS:
+        return printable_line(text)
+    return f"{printable_line(text[:ECHO_CHARACTERS])}… ({len(text):,} characters)"
+
+
 def _escaped(found: re.Match[str]) -> str:
     code = ord(found.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

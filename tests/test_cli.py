@@ -437,7 +437,7 @@ def test_a_store_kept_inside_the_folder_it_indexes_is_not_indexed(tmp_path: Path
     for _ in range(3):
         result = RUNNER.invoke(app, [*arguments, "--no-progress"])
         assert result.exit_code == 0, result.output
-        assert result.stdout.startswith("indexed 1 chunks")
+        assert result.stdout.startswith("indexed 1 file(s) into")
 
 
 def test_files_without_text_are_skipped_and_said_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -550,3 +550,28 @@ def test_debug_is_taken_after_the_command_too(capsys: pytest.CaptureFixture[str]
     assert main(["backends", "--debug"]) == 0
     assert main(["search", "x", "--files", "/no/such/folder", "--debug"]) == 2
     assert "Traceback" in capsys.readouterr().err
+
+
+def test_a_long_question_is_not_echoed_whole(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "notes.txt").write_text("The bakery sells rye bread on Mondays.\n", encoding="utf-8")
+    long_question = " ".join(["bread"] * 10_000) + "?"
+    arguments = ["ask", "When is rye bread sold?", long_question, "--files", str(tmp_path), "--no-cache"]
+    assert main([*arguments, "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert f"… ({len(long_question):,} characters)" in out and len(out) < 5_000
+
+
+def test_a_bad_line_of_questions_is_one_error_row_with_on_error_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "notes.txt").write_text("The bakery sells rye bread on Mondays.\n", encoding="utf-8")
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text('When is rye bread sold?\n{"question": \n{"question": "Who sells rye bread?"}\n')
+    arguments = ["ask", "--questions", str(questions), "--files", str(tmp_path / "notes.txt"), "--no-cache"]
+    assert main([*arguments, "--no-progress", "--json", "--on-error", "row"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert [row["question"] for row in rows] == ["When is rye bread sold?", f"{questions}:2", "Who sells rye bread?"]
+    assert "Mondays" in rows[0]["answer"] and "bakery" in rows[2]["answer"]
+    assert rows[1]["error"]["type"] == "InvalidOptionError" and "a JSON object per line" in rows[1]["error"]["message"]
+    assert main([*arguments, "--no-progress"]) == 1  # without --on-error row the wrong line stops the run
+    assert "expected a JSON object per line" in capsys.readouterr().err

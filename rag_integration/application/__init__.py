@@ -19,7 +19,7 @@ from rag_integration.application.indexing import IndexReport, index, index_model
 from rag_integration.application.notes import RunNotes
 from rag_integration.application.requests import DEFAULT_EMBEDDING_MODEL
 from rag_integration.application.searching import SearchResult, search
-from rag_integration.core.errors import ArgumentError, ConnectorError
+from rag_integration.core.errors import ArgumentError, ConnectorError, InvalidOptionError
 from rag_integration.registry import BROKEN_PLUGINS, available_backends
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "EvaluationReport",
     "ForgetReport",
     "IndexReport",
+    "InvalidOptionError",
     "RunNotes",
     "SearchResult",
     "Source",

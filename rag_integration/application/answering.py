@@ -13,7 +13,13 @@ from typing import Any
 
 from mloda.user import Feature, Options
 
-from rag_integration.application.answers import MAX_QUESTIONS_BYTES, Answer, answer_of, read_questions
+from rag_integration.application.answers import (
+    MAX_QUESTIONS_BYTES,
+    Answer,
+    answer_of,
+    read_question_lines,
+    read_questions,
+)
 from rag_integration.application.arguments import backend, choose
 from rag_integration.application.notes import FILES_CACHE_STORES, NO_DOCUMENTS, RunNotes, files_cache_dir
 from rag_integration.application.requests import (
@@ -25,7 +31,7 @@ from rag_integration.application.requests import (
 )
 from rag_integration.core.contract.run import run_features
 from rag_integration.core.documents.files import read_named_file
-from rag_integration.core.errors import ArgumentError
+from rag_integration.core.errors import ArgumentError, InvalidOptionError
 from rag_integration.core.indexes.embedders import MULTILINGUAL_E5
 from rag_integration.core.indexes.retention import prune_index_stores
 from rag_integration.core.progress import progress_display
@@ -149,7 +155,34 @@ def ask_all(
 
 def questions_from(path: Path, option: str = "questions") -> list[str]:
     """The questions of a file (``-``: standard input), at most ``MAX_QUESTIONS_BYTES`` of them; a file that cannot
-    be read or holds none is a typed error naming ``option``."""
+    be read or holds none, or a wrong line, is a typed error naming ``option``."""
+    return read_questions(path, _questions_file(path, option), option)
+
+
+def question_lines_from(path: Path, option: str = "questions") -> list[str | InvalidOptionError]:
+    """``questions_from``, with each wrong line returned in its place as its error (``read_question_lines``)."""
+    return read_question_lines(path, _questions_file(path, option), option)
+
+
+def ask_lines(lines: Sequence[str | InvalidOptionError], **arguments: Any) -> AskResult:
+    """``ask_all`` over the questions among ``lines``, each wrong line answered in its place by its error, as a
+    question that fails under ``on_error="row"`` is."""
+    questions = [line for line in lines if isinstance(line, str)]
+    if questions or not lines:  # none at all is ask_all's usage error
+        result = ask_all(questions, **arguments)
+    else:
+        result = AskResult([], arguments.get("notes") or RunNotes())
+    answered = iter(result.answers)
+    answers = [
+        next(answered)
+        if isinstance(line, str)
+        else Answer(str(line.value), "", error={"type": type(line).__name__, "message": str(line)})
+        for line in lines
+    ]
+    return AskResult(answers, result.notes)
+
+
+def _questions_file(path: Path, option: str) -> bytes:
     data = (
         sys.stdin.buffer.read(MAX_QUESTIONS_BYTES + 1)
         if str(path) == "-"
@@ -157,4 +190,4 @@ def questions_from(path: Path, option: str = "questions") -> list[str]:
     )
     if len(data) > MAX_QUESTIONS_BYTES:
         raise ArgumentError("questions", f"at most {MAX_QUESTIONS_BYTES:,} bytes of questions")
-    return read_questions(path, data, option)
+    return data

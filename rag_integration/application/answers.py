@@ -214,32 +214,46 @@ def _text(value: object) -> str | None:
 
 def read_questions(path: Path, data: bytes, option: str = "questions") -> list[str]:
     """Questions from a file: one per line, or JSON Lines whose objects hold a ``question`` (or ``query``, or
-    ``text``); blank lines are skipped. A wrong file is an ``InvalidOptionError`` naming ``option``."""
+    ``text``); blank lines are skipped. A wrong file, or its first wrong line, is an ``InvalidOptionError`` naming
+    ``option``."""
+    lines = read_question_lines(path, data, option)
+    for line in lines:
+        if isinstance(line, InvalidOptionError):
+            raise line
+    return [line for line in lines if isinstance(line, str)]
+
+
+def read_question_lines(path: Path, data: bytes, option: str = "questions") -> list[str | InvalidOptionError]:
+    """``read_questions``'s lines, each a question or the error that line is (a malformed JSON line, one without a
+    question): with ``--on-error row`` a wrong line is reported in its place and the others are answered. A file
+    that is not UTF-8 or holds no line is an error as a whole."""
     try:
         content = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise InvalidOptionError(option, str(path), f"UTF-8 text (byte {error.start})") from error
-    questions = []
+    questions: list[str | InvalidOptionError] = []
     for number, line in enumerate(content.splitlines(), start=1):
         line = line.strip()
-        if not line:
-            continue
-        if line.startswith("{"):
-            try:
-                record = json.loads(line)
-            except (ValueError, RecursionError) as error:
-                detail = str(error) if isinstance(error, ValueError) else "nested too deeply"
-                raise InvalidOptionError(
-                    option,
-                    f"{path}:{number}",
-                    f"a JSON object per line ({detail}); a plain question starts otherwise",
-                ) from error
-            question = next((record[key] for key in QUESTION_KEYS if isinstance(record, dict) and key in record), None)
-            if not isinstance(question, str) or not question.strip():
-                expected = "a JSON object with a non-empty 'question' (or 'query', 'text') string"
-                raise InvalidOptionError(option, f"{path}:{number}", expected)
-            line = question.strip()
-        questions.append(line)
+        if line:
+            questions.append(_question_of(line, f"{path}:{number}", option))
     if not questions:
         raise InvalidOptionError(option, str(path), "at least one question")
     return questions
+
+
+def _question_of(line: str, where: str, option: str) -> str | InvalidOptionError:
+    if not line.startswith("{"):
+        return line
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError) as error:
+        detail = str(error) if isinstance(error, ValueError) else "nested too deeply"
+        return InvalidOptionError(
+            option, where, f"a JSON object per line ({detail}); a plain question starts otherwise"
+        )
+    question = next((record[key] for key in QUESTION_KEYS if isinstance(record, dict) and key in record), None)
+    if not isinstance(question, str) or not question.strip():
+        return InvalidOptionError(
+            option, where, "a JSON object with a non-empty 'question' (or 'query', 'text') string"
+        )
+    return question.strip()

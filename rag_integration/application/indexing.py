@@ -35,11 +35,16 @@ class IndexReport:
     unchanged: int
     embedded: int
     notes: RunNotes
+    files: int = 0
+    """How many files the store holds now, and how many of them the run added, changed or removed."""
+    files_touched: int = 0
 
     def describe(self) -> str:
+        """Files first (what a user thinks in), then the chunks they are cut into."""
         return (
-            f"indexed {self.chunks} chunks into {self.index_dir}: {self.added} added, {self.changed} changed, "
-            f"{self.removed} removed, {self.unchanged} unchanged; {self.embedded} embedded"
+            f"indexed {self.files} file(s) into {self.index_dir}: {self.files_touched} added, changed or removed; "
+            f"{self.chunks} chunks: {self.added} added, {self.changed} changed, {self.removed} removed, "
+            f"{self.unchanged} unchanged; {self.embedded} embedded"
         )
 
 
@@ -95,7 +100,20 @@ def index(
     changed = sum(1 for doc_id, text in after.items() if doc_id in before and before[doc_id] != text)
     removed = sum(1 for doc_id in before if doc_id not in after)
     unchanged = len(after) - added - changed
-    return IndexReport(folder, len(rows), added, changed, removed, unchanged, embedder.texts_embedded - embedded, notes)
+    touched = {
+        _file_of(doc_id)
+        for doc_id in {*after, *before}
+        if doc_id not in before or doc_id not in after or before[doc_id] != after[doc_id]
+    }
+    files = len({_file_of(doc_id) for doc_id in after})
+    embedded_now = embedder.texts_embedded - embedded
+    return IndexReport(folder, len(rows), added, changed, removed, unchanged, embedded_now, notes, files, len(touched))
+
+
+def _file_of(doc_id: str) -> str:
+    """The file a chunk was cut from: its doc_id before the chunk number (``notes.txt#3``)."""
+    head, separator, tail = doc_id.rpartition("#")
+    return head if separator and tail.isdigit() else doc_id
 
 
 def stored_chunks(index_dir: Path) -> dict[str, str]:

@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
 
-from rag_integration.application import Answer, RunNotes, ask_all, questions_from
-from rag_integration.application.answering import BEST_SENTENCE_MODEL
+from rag_integration.application import Answer, InvalidOptionError, RunNotes, questions_from
+from rag_integration.application.answering import BEST_SENTENCE_MODEL, ask_lines, question_lines_from
 from rag_integration.cli.base import (
     CacheOption,
     EmbeddingModelOption,
@@ -25,7 +25,7 @@ from rag_integration.cli.base import (
     app,
     show_notes,
 )
-from rag_integration.console import console, printable, printable_line
+from rag_integration.console import console, echoed, printable, printable_line
 
 
 @app.command()
@@ -84,12 +84,16 @@ def ask(
     markers, then each cited source with its file, chunk, page or lines and the sentence quoted from it (with
     --generate llm: the model's claim it was checked against). Exit codes: 0 answered (an empty answer says why),
     1 a failure (a question that failed under --on-error row included), 2 a usage error."""
-    texts = list(question or [])
-    if questions is not None and all(text.strip() for text in texts):
-        texts += questions_from(questions, "--questions")
+    texts: list[str | InvalidOptionError] = list(question or [])
+    if questions is not None and all(isinstance(text, str) and text.strip() for text in texts):
+        texts += (
+            question_lines_from(questions, "--questions")
+            if on_error == "row"
+            else questions_from(questions, "--questions")
+        )
     notes = RunNotes()
     try:
-        result = ask_all(
+        result = ask_lines(
             texts,
             files=files,
             index_dir=index_dir,
@@ -132,7 +136,7 @@ def print_answers(answers: Sequence[Answer], out: Console) -> None:
         if position:
             out.print()
         if len(answers) > 1:
-            out.print(Text(printable(answer.question), style="bold"))
+            out.print(Text(echoed(answer.question), style="bold"))
         if answer.error is not None:
             out.print(
                 Text(printable(f"error: {answer.error.get('type', 'Error')}: {answer.error.get('message', '')}"), "red")

@@ -147,11 +147,11 @@ def show_notes(notes: RunNotes, verbose: bool) -> None:
     """What a run noted, on stderr: each warning, then the count of files not read (``--verbose``: each with why)."""
     for warning in notes.warnings:
         print(f"warning: {printable_line(warning)}", file=sys.stderr)
-    for detail in notes.details if verbose else ():
-        print(printable_line(detail), file=sys.stderr)
     if notes.skipped:
         hint = "" if verbose else " (--verbose lists them)"
         print(f"skipped {len(notes.skipped)} file(s) not read{hint}", file=sys.stderr)
         if verbose:
             for file in notes.skipped:
                 print(f"  {printable_line(str(file.path))}: {printable_line(file.reason)}", file=sys.stderr)
+    for detail in notes.details if verbose else ():
+        print(printable_line(detail), file=sys.stderr)

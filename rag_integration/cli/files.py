@@ -24,7 +24,7 @@ from rag_integration.cli.base import (
     app,
     show_notes,
 )
-from rag_integration.console import console, print_table
+from rag_integration.console import console, echoed, print_table
 
 
 @app.command()
@@ -140,7 +140,7 @@ def search_command(
         return 0
     rows = [
         [
-            text if passage["rank"] == 1 else "",
+            echoed(text) if passage["rank"] == 1 else "",
             str(passage["rank"]),
             passage["doc_id"],
             f"{passage['score']:.4f}",
@@ -153,7 +153,7 @@ def search_command(
     print_table(["query", "rank", "doc_id", "score", "text", *(["why"] if explain else [])], rows)
     for text, ranking in zip(result.queries, result.rankings):
         if not ranking:
-            console().print(Text(f"no passage matched {text!r}: {result.no_match_reason()}"))
+            console().print(Text(f"no passage matched '{echoed(text)}': {result.no_match_reason()}"))
     return 0
 
 

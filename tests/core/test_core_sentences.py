@@ -194,3 +194,15 @@ def test_paragraph_spans_say_what_a_paragraph_does(text: str, kinds: list[tuple[
     found = paragraph_spans(text)
     assert [(p.heading, p.lead_in, p.first) for p in found] == kinds
     assert all(text[p.start : p.end] == text[p.start : p.end].strip() for p in found)
+
+
+@pytest.mark.parametrize("fence", ["```", "~~~~", "```bash"])
+def test_hash_lines_inside_a_code_fence_are_code_not_headings(fence: str) -> None:
+    text = (
+        f"# Setup\n\nRun these commands.\n\n{fence}\n# install the tools\npip install x\n{fence[:3]}\n\nThen restart."
+    )
+    found = sentences(text)
+    headings = [text[s.start : s.end] for s in found if s.is_heading]
+    assert headings == ["Setup"]
+    assert any("# install the tools" in text[s.start : s.end] for s in found)
+    assert all("```" not in text[s.start : s.end] and "~~~" not in text[s.start : s.end] for s in found)

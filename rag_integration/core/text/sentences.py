@@ -85,6 +85,8 @@ _ITEM = re.compile(r"[ \t]*(?:([-*+\u2022\u2023\u25e6\u2043\u2219])|(\d{1,9})[.)
 _TABLE_SEPARATOR = re.compile(r"[ \t]{0,3}\|?[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?-++:?[ \t]*+)*+\|?[ \t\r]*+")
 """The line under a Markdown table's header row (``|---|:--:|``): markup, never a sentence."""
 _TABLE_START = re.compile(r"[ \t]{0,3}[#|]")
+_FENCE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
+"""A Markdown code fence line: what lies between two is code, read as plain text."""
 """How a one-line text that may be a heading or a table row starts; any other line is one block as it is."""
 LEAD_IN_MARKS = ":\uff1a"
 SHOUTED_WORDS = 12
@@ -259,6 +261,7 @@ def _layout(text: str) -> tuple[list[Block], list[tuple[int, int, int, int]]]:
 
     body_lines = text.split("\n")
     table = separator_next = False
+    fence = ""  # the open code fence's mark (``` or ~~~): its lines are code, never headings, items or rows
     line_start = 0
     for number, body in enumerate(body_lines):
         line_end = line_start + len(body)
@@ -268,7 +271,17 @@ def _layout(text: str) -> tuple[list[Block], list[tuple[int, int, int, int]]]:
         if not blank:
             last_line, last_body = line_start, body
         piped = "|" in body
-        if separator_next:
+        fenced = _FENCE.match(body)
+        if fenced and (not fence or fenced.group(1).startswith(fence)):
+            close()  # a fence line is markup; it opens a code block or closes the one open
+            fence = "" if fence else fenced.group(1)[:3]
+            kind, table = "text", False
+        elif fence:
+            if start < 0:
+                start, lines, kind = line_start, 0, "text"
+            end = line_end
+            lines += 2  # code is never a one-line title
+        elif separator_next:
             separator_next = False
         elif blank:
             close()
