@@ -14,8 +14,13 @@ from pdf_files import pdf_bytes
 
 from rag_integration.cli import main
 from rag_integration.core.documents import office_text
+from rag_integration.core.documents.corpus import Document
 from rag_integration.core.documents.files import SKIPPED_FILES
 from rag_integration.core.errors import InvalidOptionError
+from rag_integration.feature_groups.connectors.generate.extractive_responder import (
+    ExtractiveResponder,
+    ExtractiveSettings,
+)
 from rag_integration.feature_groups.rag_pipeline import STAGES
 from rag_integration.testing.runner import run_feature
 
@@ -308,3 +313,18 @@ def test_questions_come_from_standard_input_and_an_empty_one_is_a_usage_error(
     ]
     code, out, err = ask(capsys, "  ", "--files", str(folder))
     assert code == 2 and "holds no text" in err
+
+
+def test_a_word_heading_titles_its_paragraph_instead_of_running_into_it(tmp_path: Path) -> None:
+    docx = pytest.importorskip("docx")
+    document = docx.Document()
+    document.add_heading("Oil change interval", level=2)
+    document.add_paragraph("Change the engine oil every 10,000 km.")
+    data = io.BytesIO()
+    document.save(data)
+    (tmp_path / "plan.docx").write_bytes(data.getvalue())
+    [row] = run_feature("docs", {"document_source": "files", "paths": str(tmp_path)}, set(STAGES))
+    assert row["text"] == "## Oil change interval\nChange the engine oil every 10,000 km."
+    passages = [Document("plan.docx", row["text"])]
+    answer = ExtractiveResponder.generate("oil change interval", passages, ExtractiveSettings())["answer"]
+    assert answer == "Change the engine oil every 10,000 km. [1]"

@@ -105,7 +105,7 @@ def test_scripts_and_languages() -> None:
 
 
 def test_text_in_pre_keeps_its_lines_and_an_unclosed_skipped_element_ends_with_the_page() -> None:
-    assert html_text("<pre>line one\nline two</pre><p>after</p>").text == "line one\nline two\n\nafter"
+    assert html_text("<pre>line one\nline two</pre><p>after</p>").text == "```\nline one\nline two\n```\n\nafter"
     assert html_text("<body><p>kept</p><aside>side</body><p>late</p>").text == "kept\n\nlate"
 
 
@@ -119,3 +119,10 @@ def test_text_in_pre_keeps_its_lines_and_an_unclosed_skipped_element_ends_with_t
 )
 def test_a_head_left_open_ends_where_the_body_begins(page: str) -> None:
     assert html_text(page) == HtmlText("Owls", "Owls hunt mice at night.")
+
+
+def test_a_pre_block_is_fenced_so_its_hash_lines_are_code_not_headings() -> None:
+    page = "<h1>Setup</h1><pre># install the tools\npip install x</pre><p>Then restart.</p><pre> </pre>"
+    text = html_text(page).text
+    assert text == "# Setup\n\n```\n# install the tools\npip install x\n```\n\nThen restart."
+    assert [text[s.start : s.end] for s in sentences(text) if s.is_heading] == ["Setup"]

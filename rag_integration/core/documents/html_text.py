@@ -32,6 +32,8 @@ item, so the item stays one block)."""
 LINES = frozenset({"br", "li", "dt", "dd", "tr", "summary", "figcaption", "legend"})
 """Elements that end a line of text."""
 HEADINGS = {f"h{level}": level for level in range(1, 7)}
+FENCE = "```"
+"""The Markdown code fence a ``<pre>`` block is written between, so its lines read as code (``core.text.sentences``)."""
 VOID = frozenset({"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "track", "wbr"})
 TABLE_PARTS = frozenset({"table", "thead", "tbody", "tfoot", "tr", "td", "th"})
 _SPACES = re.compile(r"\s+")
@@ -78,6 +80,7 @@ class _Reader(HTMLParser):
         self.prefix = ""
         self.heading = False
         self.pre = 0
+        self.fenced = False
         self.lists: list[_List] = []
         self.items = 0
         """List items open: inside one, a paragraph break is a line break and a heading is text of the item."""
@@ -118,6 +121,8 @@ class _Reader(HTMLParser):
         elif tag in PARAGRAPHS or tag in LINES or tag in HEADINGS:
             self.pre += tag == "pre"
             self._break(2 if tag in PARAGRAPHS and not self.items else 1)
+            if tag == "pre" and self.pre == 1 and not self.heading:
+                self.prefix, self.fenced = FENCE + "\n", True  # a code block: its "#" lines are not headings
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)
@@ -152,6 +157,12 @@ class _Reader(HTMLParser):
             self.prefix = ""
             self._break(1)
         elif tag in PARAGRAPHS or tag in LINES or tag in HEADINGS:
+            if tag == "pre" and self.pre == 1 and self.fenced:
+                if self.prefix == FENCE + "\n":
+                    self.prefix = ""  # an empty block: no fence
+                else:
+                    self.parts.append("\n" + FENCE)
+                self.fenced = False
             self.pre = max(0, self.pre - (tag == "pre"))
             self._break(2 if tag in PARAGRAPHS and not self.items else 1)
 

@@ -11,6 +11,7 @@ import io
 import logging
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.extras import optional_module
@@ -98,7 +99,7 @@ def docx_text(data: bytes, shown: str, option: str = "paths") -> DocxText | None
         return None
     try:
         document = docx.Document(io.BytesIO(data))
-        lines = [paragraph.text for paragraph in document.paragraphs]
+        lines = [_docx_line(paragraph) for paragraph in document.paragraphs]
         for table in document.tables:
             for row in table.rows:
                 lines.append(" | ".join(cell.text for cell in row.cells))
@@ -106,6 +107,18 @@ def docx_text(data: bytes, shown: str, option: str = "paths") -> DocxText | None
     except Exception as error:  # a zip that is not a Word document, broken XML...
         raise InvalidOptionError(option, shown, f"a readable .docx ({type(error).__name__}: {error})") from error
     return DocxText("\n".join(line for line in lines if line.strip()), title)
+
+
+_HEADING_STYLE = re.compile(r"Heading ([1-9])")
+
+
+def _docx_line(paragraph: Any) -> str:
+    """A paragraph's text; a heading's (styles ``Title``, ``Heading 1``-``9``) marked as a Markdown heading, so it
+    titles the sentences under it instead of running into the first of them."""
+    text = " ".join(paragraph.text.split())
+    style = getattr(getattr(paragraph, "style", None), "name", None) or ""
+    level = 1 if style == "Title" else int(found.group(1)) if (found := _HEADING_STYLE.fullmatch(style)) else 0
+    return f"{'#' * min(level, 6)} {text}" if level and text else paragraph.text
 
 
 def _clean_title(raw: object) -> str | None:
