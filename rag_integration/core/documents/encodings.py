@@ -48,15 +48,15 @@ def decode_text(data: bytes, encoding: str, html: bool = False) -> str:
     """``data`` as text: by its byte-order mark when it has one, else (a page, ``html``, read with the default
     UTF-8) by its declared charset, else in ``encoding``. Raises ``UnicodeDecodeError`` for bytes not in the codec
     chosen and ``LookupError`` for an ``encoding`` Python does not know."""
+    default = codecs.lookup(encoding).name == "utf-8"
     codec = byte_order_mark(data)
-    if codec is None and html and codecs.lookup(encoding).name == "utf-8":
+    if codec is None and html and default:
         codec = declared_charset(data)
     if codec is None:
-        codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
-    if codec == "cp1252":  # five bytes windows-1252 leaves undefined are C1 controls to the HTML standard
-        return data.decode(codec, errors="strict") if _cp1252_defined(data) else data.decode("latin-1")
+        codec = "utf-8-sig" if default else encoding
+    if codec == "cp1252":
+        try:
+            return data.decode(codec)
+        except UnicodeDecodeError:  # the five bytes windows-1252 leaves undefined are C1 controls to the HTML standard
+            return data.decode("latin-1")
     return data.decode(codec)
-
-
-def _cp1252_defined(data: bytes) -> bool:
-    return not any(byte in data for byte in (b"\x81", b"\x8d", b"\x8f", b"\x90", b"\x9d"))

@@ -392,9 +392,7 @@ def ends_lead_in(text: str, end: int | None = None) -> bool:
 def _asks(text: str, end: int) -> bool:
     """Whether the sentence ending at ``end`` asks: its closing run of sentence marks (closing brackets and quotes
     aside) holds a question mark ("Why?", "Really?!", "多久\uff1f")."""
-    position = end - 1
-    while position >= 0 and (text[position].isspace() or text[position] in CLOSING):
-        position -= 1
+    position = _last_visible_position(text, end)
     while position >= 0 and text[position] in SENTENCE_MARKS:
         if text[position] in QUESTION_MARKS:
             return True
@@ -422,10 +420,16 @@ def _in_capitals(line: str) -> bool:
 
 def _last_visible(text: str, end: int) -> str:
     """The last character before ``end`` that is not whitespace or a closing bracket or quote ("" when none)."""
+    position = _last_visible_position(text, end)
+    return text[position] if position >= 0 else ""
+
+
+def _last_visible_position(text: str, end: int) -> int:
+    """Where ``_last_visible``'s character is (-1 when none)."""
     position = end - 1
     while position >= 0 and (text[position].isspace() or text[position] in CLOSING):
         position -= 1
-    return text[position] if position >= 0 else ""
+    return position
 
 
 def _split_block(text: str, block_start: int, block_end: int, spans: list[tuple[int, int]]) -> None:
