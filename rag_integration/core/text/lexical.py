@@ -11,6 +11,7 @@ import functools
 import math
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rag_integration.core.text.analysis import AUTO, analyzer_for, function_words, split_words, stopwords_of
 from rag_integration.core.text.languages import query_language
@@ -36,14 +37,52 @@ def lexical_scores(
     size), and only texts holding a query term keep a bag of terms, so scoring 150,000 sentences of a 10 MB
     passage holds a few bags, not 150,000.
     """
+    matches = term_matches(query, texts, language=language, k1=k1, b=b)
+    count = len(texts)
+    idf = {}
+    for term in matches.terms:
+        holding = sum(1 for _, bag in matches.bags.values() if term in bag)
+        idf[term] = math.log(1.0 + (count - holding + 0.5) / (holding + 0.5))
+    scores = [0.0] * count
+    for position, (norm, bag) in matches.bags.items():
+        score = 0.0
+        for term in matches.terms:
+            frequency = bag.get(term, 0)
+            if frequency:
+                score += idf[term] * frequency * (k1 + 1.0) / (frequency + norm)
+        scores[position] = score
+    return scores
+
+
+@dataclass(frozen=True)
+class TermMatches:
+    """The query's distinct terms (sorted) and, for each text holding one (by position), BM25's length norm
+    ``k1 * (1 - b + b * length / average length)`` and its counts of the query's terms."""
+
+    terms: tuple[str, ...]
+    bags: dict[int, tuple[float, Counter[str]]]
+    k1: float
+
+    def saturations(self, position: int) -> tuple[float, ...]:
+        """BM25's term-frequency part of each term for one text, ``tf * (k1 + 1) / (tf + norm)``: its score
+        before idf weighs the terms (zeros for a text holding none)."""
+        norm, bag = self.bags.get(position, (1.0, Counter()))
+        return tuple(bag[term] * (self.k1 + 1.0) / (bag[term] + norm) if bag.get(term) else 0.0 for term in self.terms)
+
+
+def term_matches(
+    query: str, texts: Sequence[str], *, language: str = AUTO, k1: float = 1.2, b: float = 0.75
+) -> TermMatches:
+    """``TermMatches`` of ``texts`` for the query, analysed as ``lexical_scores`` reads them; linear in the texts'
+    size."""
     if not texts:
-        return []
+        return TermMatches((), {}, k1)
     analyzer = analyzer_for(query_language(query, language, context=texts))
     function_terms = _function_terms(analyzer.language)
     candidates = analyzer.query_term_candidates(query) - function_terms
     if not candidates:
-        return [0.0] * len(texts)
-    bags: dict[int, tuple[int, Counter[str]]] = {}
+        return TermMatches((), {}, k1)
+    counted: dict[int, tuple[int, Counter[str]]] = {}
     known: set[str] = set()
     total_length = 0
     for position, text in enumerate(texts):
@@ -51,25 +90,13 @@ def lexical_scores(
         total_length += len(terms)
         known.update(terms)
         if not candidates.isdisjoint(terms):
-            bags[position] = (len(terms), Counter(term for term in terms if term in candidates))
-    wanted = set(analyzer.query_terms(query, known)) - function_terms
-    count = len(texts)
-    average_length = total_length / count or 1.0
-    ordered = sorted(wanted)
-    idf = {}
-    for term in ordered:
-        holding = sum(1 for _, bag in bags.values() if term in bag)
-        idf[term] = math.log(1.0 + (count - holding + 0.5) / (holding + 0.5))
-    scores = [0.0] * count
-    for position, (length, bag) in bags.items():
-        norm = k1 * (1.0 - b + b * length / average_length)
-        score = 0.0
-        for term in ordered:
-            frequency = bag.get(term, 0)
-            if frequency:
-                score += idf[term] * frequency * (k1 + 1.0) / (frequency + norm)
-        scores[position] = score
-    return scores
+            counted[position] = (len(terms), Counter(term for term in terms if term in candidates))
+    ordered = tuple(sorted(set(analyzer.query_terms(query, known)) - function_terms))
+    average_length = total_length / len(texts) or 1.0
+    bags = {
+        position: (k1 * (1.0 - b + b * length / average_length), bag) for position, (length, bag) in counted.items()
+    }
+    return TermMatches(ordered, bags, k1)
 
 
 def missing_query_words(query: str, texts: Sequence[str], *, language: str = AUTO) -> list[str]:

@@ -86,11 +86,61 @@ def test_lexical_scores_follow_bm25_idf() -> None:
             "rerank_backend": "lexical",
             "query_text": "zeppelin oil",
             "candidates": candidates,
+            "lexical_order": "fusion",
             "lexical_input_weight": 0,
         },
         {LexicalReranker},
     )
     assert rows[0][0]["doc_id"] == "rare"  # the rare word outweighs repeating the word every candidate holds
+
+
+def lexical_order(query: str, texts: list[str], **options: Any) -> list[str]:
+    candidates = [{"doc_id": f"d{position}", "text": text} for position, text in enumerate(texts)]
+    request = {"rerank_backend": "lexical", "query_text": query, "candidates": candidates, **options}
+    return [row["doc_id"] for row in run_feature("reranked_passages", request, {LexicalReranker})[0]]
+
+
+def test_dominance_passes_only_a_candidate_beaten_on_every_term() -> None:
+    texts = [
+        "zeppelin flights over sea",  # zeppelin once
+        "oil oil oil for engines",  # oil thrice: neither of the first two beats the other on both terms
+        "the zeppelin carries oil",  # zeppelin once, oil once: beats the first, not the second
+        "bread and butter",  # no term: after every candidate holding one
+        "a zeppelin burns oil oil oil",  # zeppelin once, oil thrice: beats every other
+    ]
+    # lexical_b=0: a term's part depends on its count alone, not on the candidates' lengths.
+    assert lexical_order("zeppelin oil", texts, lexical_b=0.0) == ["d4", "d1", "d2", "d0", "d3"]
+
+
+def test_dominance_keeps_the_input_order_where_the_terms_disagree() -> None:
+    texts = ["the cat sat", "a dog ran", "cat and dog", "nothing here"]  # two terms each once analysed
+    assert lexical_order("cat dog", texts) == ["d2", "d0", "d1", "d3"]
+    assert lexical_order("cat dog", list(reversed(texts))) == ["d1", "d2", "d3", "d0"]
+
+
+def test_dominance_is_quadratic_in_candidates_holding_a_term_only() -> None:
+    texts = [f"filler text number {position}" for position in range(3000)] + ["one zeppelin"]
+    assert lexical_order("zeppelin", texts, top_k=2) == ["d3000", "d0"]
+
+
+def test_equal_candidates_share_a_place_and_score() -> None:
+    candidates = [
+        {"doc_id": "a", "text": "oil"},
+        {"doc_id": "b", "text": "engine oil"},
+        {"doc_id": "c", "text": "oil"},
+    ]
+    request = {"rerank_backend": "lexical", "query_text": "engine oil", "candidates": candidates}
+    rows = run_feature("reranked_passages", request, {LexicalReranker})[0]
+    # "engine oil" holds oil less strongly (a longer text) than "oil": neither passes the other.
+    assert [row["doc_id"] for row in rows] == ["a", "c", "b"]
+    assert rows[0]["score"] == rows[1]["score"]
+
+
+@pytest.mark.parametrize("value", ["rrf", 1, None, ""])
+def test_bad_lexical_order_is_a_typed_error(value: object) -> None:
+    request = {"rerank_backend": "lexical", "query_text": "oil", "candidates": CANDIDATES, "lexical_order": value}
+    with pytest.raises(InvalidOptionError, match="lexical_order"):
+        run_feature("reranked_passages", request, {LexicalReranker})
 
 
 def test_flashrank_reorders_with_the_model_it_loaded() -> None:

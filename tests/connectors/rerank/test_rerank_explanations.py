@@ -1,4 +1,5 @@
-"""``explain=True`` on the rerank backends: ranks and scores before and after, and the lexical fusion's parts."""
+"""``explain=True`` on the rerank backends: ranks and scores before and after, the lexical dominance's term parts and
+the lexical fusion's parts."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def test_ranks_and_scores_before_and_after() -> None:
 
 
 def test_lexical_parts_add_up_to_the_score() -> None:
-    for row in rerank(explain=True, lexical_input_weight=2.0):
+    for row in rerank(explain=True, lexical_order="fusion", lexical_input_weight=2.0):
         incoming, matched = row["explanation"]["contributions"]
         assert incoming["part"] == "input order" and incoming["weight"] == 2.0
         assert incoming["contribution"] == 2.0 / (60 + incoming["rank"])
@@ -60,6 +61,7 @@ def test_after_retrieve_the_input_is_the_retrieval_ranking() -> None:
         "query_text": "engine oil and the cat",
         "corpus": CORPUS,
         "explain": True,
+        "lexical_order": "fusion",
     }
     retrieved = run_feature("retrieved_passages", options, {Bm25sRetriever})[0]
     [reranked] = run_feature("reranked_passages", options, {Bm25sRetriever, LexicalReranker})
@@ -70,3 +72,19 @@ def test_after_retrieve_the_input_is_the_retrieval_ranking() -> None:
         assert row["explanation"]["input_score"] == source["score"]
         assert "metadata" not in row and "explanation" not in row["explanation"]  # retrieve's explanation is dropped
         assert math.isclose(sum(p["contribution"] for p in row["explanation"]["contributions"]), row["score"])
+
+
+def test_dominance_names_each_term_part_and_whom_it_passed() -> None:
+    candidates = [
+        {"doc_id": "moon", "text": "The moon shines.", "score": 3.0, "rank": 1},
+        {"doc_id": "both", "text": "The moon and the ocean.", "score": 2.0, "rank": 2},
+        {"doc_id": "none", "text": "Bread needs an oven.", "score": 1.0, "rank": 3},
+    ]
+    rows = rerank(candidates=candidates, query_text="moon ocean", explain=True)
+    assert [row["doc_id"] for row in rows] == ["both", "moon", "none"]
+    first, second, last = (row["explanation"] for row in rows)
+    assert first["kind"] == "lexical_dominance" and set(first["terms"]) == {"moon", "ocean"}
+    assert (first["dominates"], first["dominated_by"]) == (2, 0)
+    assert (second["dominates"], second["dominated_by"]) == (1, 1)
+    assert (last["terms"], last["dominates"], last["dominated_by"]) == ({}, 0, 2)
+    assert [row["score"] for row in rows] == [1.0, 1.0 - 1 / 3, 1.0 - 2 / 3]

@@ -1,31 +1,46 @@
-"""Zero-download reranking by query-term overlap, BM25-weighted over the candidates themselves and fused with the
-order the candidates came in."""
+"""Zero-download reranking by the query's terms: by default a candidate only passes one it beats under every BM25
+weighting of those terms; on request, BM25 over the candidates fused with the order they came in."""
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+
 from rag_integration.core.options import option
 from rag_integration.core.text.analysis import LANGUAGE, check_language
-from rag_integration.core.text.lexical import lexical_scores
+from rag_integration.core.text.lexical import TermMatches, lexical_scores, term_matches
 from rag_integration.feature_groups.connectors.rerank.base import BaseRerankConnector
 
 RRF_K = 60
+DOMINANCE, FUSION = "dominance", "fusion"
+DOMINANCE_BLOCK = 256
+"""Candidates compared with all the others at once: bounds the comparison's memory to this many rows."""
 
 
 @dataclass(frozen=True)
 class LexicalSettings:
-    """BM25's parameters over the candidate set."""
+    """How the query's terms reorder the candidates, and BM25's parameters over them."""
 
+    order: str = option(
+        "lexical_order",
+        "choice",
+        "`dominance`: a candidate passes one above it only when it holds every query term at least as strongly "
+        "(BM25's term-frequency part) and one more strongly; `fusion`: BM25 over the candidates fused with their "
+        "incoming order",
+        default=DOMINANCE,
+        choices=(DOMINANCE, FUSION),
+    )
     k1: float = option("lexical_k1", "number", "BM25 term-frequency saturation", default=1.2, minimum=0.0)
     b: float = option("lexical_b", "number", "BM25 length normalisation", default=0.75, minimum=0.0, maximum=1.0)
     input_weight: float = option(
         "lexical_input_weight",
         "number",
-        "weight of the candidates' incoming order against the BM25 order in their reciprocal-rank fusion; 0 ranks by "
-        "BM25 over the candidates alone",
+        "with `lexical_order=fusion`: weight of the candidates' incoming order against the BM25 order in their "
+        "reciprocal-rank fusion; 0 ranks by BM25 over the candidates alone",
         default=3.0,
         minimum=0.0,
     )
@@ -36,18 +51,24 @@ class LexicalSettings:
 
 
 class LexicalReranker(BaseRerankConnector[LexicalSettings]):
-    """``rerank_backend="lexical"``: BM25 of the question's terms over the candidate set (``lexical_k1``,
-    ``lexical_b``, ``language``) fused with the candidates' incoming order (``lexical_input_weight``)."""
+    """``rerank_backend="lexical"``: the query's terms over the candidate set (``language``, ``lexical_k1``,
+    ``lexical_b``), ordered by dominance or, with ``lexical_order="fusion"``, fused with the incoming order."""
 
     BACKEND: ClassVar[str | None] = "lexical"
     SETTINGS: ClassVar[type[Any] | None] = LexicalSettings
 
     @classmethod
     def score(cls, query: str, texts: list[str], settings: LexicalSettings) -> Sequence[float]:
-        """``w / (60 + incoming rank) + 1 / (60 + BM25 rank)``, the BM25 part only for a candidate sharing a term
-        with the query: BM25 over a few candidates is a weaker signal than the ranker that chose them, so it
-        reorders them where it is sure rather than replacing their order. Equal texts share the rank of the first
-        (a retriever scored them alike), so they score alike."""
+        """Dominance: ``1 - place / n`` of each candidate's new place. BM25 over a hundred candidates re-estimates
+        what a retriever already weighed, with idf from a biased handful, so it only moves a candidate above another
+        where every idf would: holding each query term at least as strongly. Fusion: ``w / (60 + incoming rank) +
+        1 / (60 + BM25 rank)``, the BM25 part only for a candidate sharing a term with the query. Equal texts
+        share the place of the first, so they score alike."""
+        if settings.order == DOMINANCE:
+            places = dominance_places(
+                term_matches(query, texts, language=settings.language, k1=settings.k1, b=settings.b), len(texts)
+            )
+            return [1.0 - places[text_first] / len(texts) for text_first in _first_positions(texts)]
         first_rank, lexical, lexical_rank = _ranks(query, texts, settings)
         return [
             settings.input_weight / (RRF_K + first_rank[text])
@@ -59,7 +80,25 @@ class LexicalReranker(BaseRerankConnector[LexicalSettings]):
     def explain(
         cls, query: str, texts: list[str], positions: list[int], settings: LexicalSettings
     ) -> list[dict[str, Any]]:
-        """The fusion's two parts: the incoming order's and BM25's (its score over the candidates and rank)."""
+        """Dominance: the query terms' BM25 parts of the candidate and how many candidates it passed or was held
+        below by. Fusion: the two parts, the incoming order's and BM25's (its score over the candidates and rank)."""
+        if settings.order == DOMINANCE:
+            matches = term_matches(query, texts, language=settings.language, k1=settings.k1, b=settings.b)
+            strengths = _strengths(matches, len(texts))
+            explained = []
+            for position in positions:
+                row = strengths[position]
+                above = (strengths >= row).all(axis=1) & (strengths > row).any(axis=1)
+                below = (row >= strengths).all(axis=1) & (row > strengths).any(axis=1)
+                explained.append(
+                    {
+                        "kind": "lexical_dominance",
+                        "terms": {term: float(part) for term, part in zip(matches.terms, row, strict=True) if part},
+                        "dominates": int(below.sum()),
+                        "dominated_by": int(above.sum()),
+                    }
+                )
+            return explained
         first_rank, lexical, lexical_rank = _ranks(query, texts, settings)
         explained = []
         for position in positions:
@@ -71,6 +110,58 @@ class LexicalReranker(BaseRerankConnector[LexicalSettings]):
             matched["contribution"] = 1.0 / (RRF_K + rank) if rank is not None else 0.0
             explained.append({"kind": "lexical_rrf", "rrf_k": RRF_K, "contributions": [incoming, matched]})
         return explained
+
+
+def dominance_places(matches: TermMatches, count: int) -> list[int]:
+    """Each of ``count`` candidates' new place from 0: repeatedly the earliest candidate (incoming order) that no
+    candidate still unplaced dominates. Candidate ``j`` dominates ``i`` when its part of every query term is at
+    least ``i``'s and one is larger: then every BM25 weighting of the terms (any idf) ranks ``j`` above ``i``.
+    Quadratic in the candidates holding a query term (compared in blocks of rows); those holding none keep their
+    order after them."""
+    strengths = _strengths(matches, count)
+    holding = np.flatnonzero(strengths.any(axis=1))
+    dominators = np.zeros(count, dtype=np.int64)
+    passes: dict[int, list[int]] = {}
+    held = strengths[holding]
+    for start in range(0, len(holding), DOMINANCE_BLOCK):
+        block = held[start : start + DOMINANCE_BLOCK, None, :]
+        dominated: np.ndarray[Any, np.dtype[np.bool_]] = np.logical_and(
+            (block >= held[None, :, :]).all(axis=2), (block > held[None, :, :]).any(axis=2)
+        )
+        for offset, row in enumerate(dominated):
+            below = holding[row]
+            passes[int(holding[start + offset])] = below.tolist()
+            dominators[below] += 1
+    places = [0] * count
+    ready = [int(position) for position in holding if dominators[position] == 0]
+    heapq.heapify(ready)
+    place = 0
+    while ready:
+        position = heapq.heappop(ready)
+        places[position] = place
+        place += 1
+        for below in passes[position]:
+            dominators[below] -= 1
+            if dominators[below] == 0:
+                heapq.heappush(ready, below)
+    for position in np.flatnonzero(~strengths.any(axis=1)).tolist():
+        places[position] = place
+        place += 1
+    return places
+
+
+def _strengths(matches: TermMatches, count: int) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """One row per candidate: BM25's term-frequency part of each query term (zeros for a candidate holding none)."""
+    strengths = np.zeros((count, len(matches.terms)), dtype=np.float64)
+    for position in matches.bags:
+        strengths[position] = matches.saturations(position)
+    return strengths
+
+
+def _first_positions(texts: list[str]) -> list[int]:
+    """For each text, the position of its first copy: equal texts take the place of the first."""
+    first: dict[str, int] = {}
+    return [first.setdefault(text, position) for position, text in enumerate(texts)]
 
 
 def _ranks(
