@@ -177,6 +177,32 @@ def test_a_smart_collection_loads_with_positional_query_ids_and_cranfield_gains(
 
 
 @pytest.mark.parametrize(
+    ("names", "judgements"),
+    [
+        (("CISI.ALL", "CISI.QRY", "CISI.REL"), "    1     2 0 0.000000\n    2     1 0 0.000000\n"),  # CISI, MED, ADI
+        (("cacm.all", "query.text", "qrels.text"), "01 2  0 0\n02 1  0 0\n"),  # CACM
+    ],
+)
+def test_classic_smart_collections_load_with_binary_judgements(
+    tmp_path: Path, names: tuple[str, str, str], judgements: str
+) -> None:
+    documents, queries, qrels = (tmp_path / name for name in names)
+    documents.write_text(
+        ".I 1\n.T\nCats\n.A\nSomeone, A.\n.W\nA cat sleeps.\n.X\n1 5 1\n.I 2\n.T\nOil\n.B\nCACM 1970\n.N\nCA7001\n"
+        ".K\noil, engines\n.W\nEngine oil.\n"
+    )
+    queries.write_text(".I 1\n.W\nengine oil\n.N\n 1. someone\n.I 2\n.T\nA title\n.A\nX\n.W\ncat\n.B\nsource\n")
+    qrels.write_text(judgements)
+    dataset = load_dataset(tmp_path)
+    assert [row["text"] for row in dataset.documents] == ["Cats A cat sleeps.", "Oil Engine oil."]
+    assert dataset.queries == {"1": "engine oil", "2": "cat"}
+    assert dataset.qrels == {"1": {"2": 1}, "2": {"1": 1}}
+    qrels.write_text("1\n")
+    with pytest.raises(DatasetFormatError, match="two integers first"):
+        load_dataset(tmp_path)
+
+
+@pytest.mark.parametrize(
     ("name", "content", "fragment"),
     [
         ("corpus.jsonl", '{"_id": "a", "text": "x"}\n{not json\n', "line 2: invalid JSON"),

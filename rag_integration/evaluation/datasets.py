@@ -6,6 +6,7 @@ records, and anything malformed raises ``DatasetFormatError`` naming the file, t
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -19,7 +20,13 @@ MAX_LINE_CHARS = 1_000_000
 MAX_RECORDS = 10_000_000
 """Most records (documents, queries or judgements) read from one file."""
 BEIR_QRELS_HEADER = ("query-id", "corpus-id", "score")
-SMART_FIELDS = frozenset({"T", "A", "B", "W"})
+SMART_TEXT_FIELDS = frozenset({"T", "W"})
+"""The fields a SMART record is read for (title, text); the others (.A author, .B source, .X references...) are
+skipped."""
+SMART_DOCUMENTS = ("*.all.*", "*.all")
+SMART_QUERIES = ("*.qry", "query.text")
+SMART_CODED_QRELS = ("*qrel",)
+SMART_QRELS = (*SMART_CODED_QRELS, "*.rel", "qrels.text")
 CRANFIELD_CODES = {1: 4, 2: 3, 3: 2, 4: 1, -1: 0}
 """Cranfield relevance code -> gain: 1 (complete answer) is worth 4, 4 (minimum interest) 1, -1 nothing."""
 
@@ -46,16 +53,17 @@ class Dataset:
 
 
 def load_dataset(folder: str | Path, split: str = "test") -> Dataset:
-    """A BEIR folder (``corpus.jsonl``) or a SMART collection (``*.all.*``, ``*.qry``, ``*qrel``), by what it holds."""
+    """A BEIR folder (``corpus.jsonl``) or a SMART collection (``*.all.*`` or ``*.all``, ``*.qry`` or ``query.text``,
+    ``*qrel``, ``*.rel`` or ``qrels.text``; names in any letter case), by what it holds."""
     root = Path(folder)
     if not root.is_dir():
         raise DatasetFormatError(root, None, "not a folder", "a BEIR folder or a SMART collection folder")
     if (root / "corpus.jsonl").is_file():
         return load_beir(root, split)
-    if any(root.glob("*.all.*")):
+    if _matching(root, SMART_DOCUMENTS):
         return load_smart(root)
     raise DatasetFormatError(
-        root, None, "holds neither corpus.jsonl nor a SMART *.all.* file", "a BEIR folder or a SMART collection"
+        root, None, "holds neither corpus.jsonl nor a SMART *.all file", "a BEIR folder or a SMART collection"
     )
 
 
@@ -88,16 +96,19 @@ def load_beir(folder: str | Path, split: str = "test") -> Dataset:
 
 
 def load_smart(folder: str | Path) -> Dataset:
-    """A SMART collection: ``*.all.*`` documents (title + text), ``*.qry`` queries numbered 1..n by position (the
-    ``.I`` numbers of Cranfield's queries skip values), and ``*qrel`` lines ``query doc code``.
+    """A SMART collection (Cranfield, CISI, CACM, MED, ADI): ``*.all`` documents (title + text), queries numbered
+    1..n by position (the ``.I`` numbers of Cranfield's queries skip values), and judgements.
 
-    Cranfield's codes become gains 4 (code 1, complete answer) to 1 (code 4, minimum interest); code -1 is not
-    relevant. The binary metrics count every gain >= 1 as relevant (codes 1-4, the common convention).
+    Cranfield's ``*qrel`` lines are ``query doc code``: codes become gains 4 (code 1, complete answer) to 1 (code 4,
+    minimum interest); code -1 is not relevant. The others' ``*.rel`` / ``qrels.text`` lines start ``query doc``
+    (what follows is not a grade) and judge the document relevant (gain 1). The binary metrics count every gain >= 1
+    as relevant (codes 1-4, the common convention).
     """
     root = Path(folder)
-    documents_file = _single_file(root, "*.all.*")
-    queries_file = _single_file(root, "*.qry")
-    qrels_file = _single_file(root, "*qrel")
+    documents_file = _single_file(root, SMART_DOCUMENTS)
+    queries_file = _single_file(root, SMART_QUERIES)
+    qrels_file = _single_file(root, SMART_QRELS)
+    coded = bool(_matching(root, SMART_CODED_QRELS))
     documents = []
     seen: set[str] = set()
     for number, doc_id, fields in _smart_records(documents_file):
@@ -114,15 +125,18 @@ def load_smart(folder: str | Path) -> Dataset:
         parts = line.split()
         if not parts:
             continue
-        if len(parts) != 3 or not all(_is_int(part) for part in parts):
+        if coded and (len(parts) != 3 or not all(_is_int(part) for part in parts)):
             raise DatasetFormatError(qrels_file, number, f"line {line[:60]!r}", "three integers: query doc code")
-        query_id, doc_id, code = parts[0], parts[1], int(parts[2])
-        if code not in CRANFIELD_CODES:
-            raise DatasetFormatError(qrels_file, number, f"code {code}", "a relevance code 1, 2, 3, 4 or -1")
+        if not coded and (len(parts) < 2 or not all(_is_int(part) for part in parts[:2])):
+            raise DatasetFormatError(qrels_file, number, f"line {line[:60]!r}", "two integers first: query doc")
+        query_id, doc_id = str(int(parts[0])), str(int(parts[1]))
+        gain = CRANFIELD_CODES.get(int(parts[2])) if coded else 1
+        if gain is None:
+            raise DatasetFormatError(qrels_file, number, f"code {parts[2]}", "a relevance code 1, 2, 3, 4 or -1")
         if query_id not in all_queries:
             raise DatasetFormatError(qrels_file, number, f"query {query_id}", f"a query number 1..{len(all_queries)}")
-        if CRANFIELD_CODES[code] > 0:
-            qrels.setdefault(query_id, {})[doc_id] = CRANFIELD_CODES[code]
+        if gain > 0:
+            qrels.setdefault(query_id, {})[doc_id] = gain
     ordered = {query_id: all_queries[query_id] for query_id in all_queries if query_id in qrels}
     return Dataset(root.name, documents, ordered, {query_id: qrels[query_id] for query_id in ordered})
 
@@ -173,15 +187,19 @@ def _smart_records(path: Path) -> Iterator[tuple[int, str, dict[str, str]]]:
             if not record_id or not record_id.isdigit():
                 raise DatasetFormatError(path, number, f"record header {line[:60]!r}", "'.I <number>'")
             start, fields, field = number, {}, ""
-        elif line.startswith(".") and line.strip()[1:] in SMART_FIELDS:
+        elif len(marker := line.strip()) == 2 and marker[0] == "." and "A" <= marker[1] <= "Z":
             if not record_id:
-                raise DatasetFormatError(path, number, f"field {line.strip()!r} before any record", "'.I <number>'")
-            field = line.strip()[1:]
-            fields.setdefault(field, [])
+                raise DatasetFormatError(path, number, f"field {marker!r} before any record", "'.I <number>'")
+            field = marker[1]
+            if field in SMART_TEXT_FIELDS:
+                fields.setdefault(field, [])
         elif line.strip():
             if not field:
-                raise DatasetFormatError(path, number, f"text {line[:60]!r} outside a field", ".T, .A, .B or .W")
-            fields[field].append(line.strip())
+                raise DatasetFormatError(
+                    path, number, f"text {line[:60]!r} outside a field", "a field such as .T or .W"
+                )
+            if field in SMART_TEXT_FIELDS:
+                fields[field].append(line.strip())
     if not record_id:
         raise DatasetFormatError(path, None, "no records", "records starting with '.I <number>'")
     yield start, record_id, {name: " ".join(parts) for name, parts in fields.items()}
@@ -210,11 +228,23 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             yield number, line.rstrip("\r\n")
 
 
-def _single_file(root: Path, pattern: str) -> Path:
-    found = sorted(path for path in root.glob(pattern) if path.is_file() and not path.name.endswith(".readme"))
+def _matching(root: Path, patterns: tuple[str, ...]) -> list[Path]:
+    """The regular files of ``root`` whose lower-cased name matches one of ``patterns`` (readme files aside)."""
+    return sorted(
+        path
+        for path in root.iterdir()
+        if any(fnmatch.fnmatchcase(path.name.lower(), pattern) for pattern in patterns)
+        and not path.name.lower().endswith(".readme")
+        and path.is_file()
+    )
+
+
+def _single_file(root: Path, patterns: tuple[str, ...]) -> Path:
+    found = _matching(root, patterns)
     if len(found) != 1:
         names = ", ".join(path.name for path in found) or "none"
-        raise DatasetFormatError(root, None, f"files matching {pattern!r}: {names}", "exactly one")
+        wanted = " or ".join(repr(pattern) for pattern in patterns)
+        raise DatasetFormatError(root, None, f"files matching {wanted}: {names}", "exactly one")
     return found[0]
 
 
