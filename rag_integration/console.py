@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import re
 import sys
 from collections.abc import Sequence
 from typing import TextIO
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 PIPED_WIDTH = 160
+WIDEST_TABLE = 1000
+"""Columns a piped table may take before its widest cells fold."""
 """The columns a table is laid out for when stdout is not a terminal (rich would assume 80)."""
 
 
@@ -57,12 +61,17 @@ def console() -> Console:
     )
 
 
-def table_console(out: TextIO | None = None) -> Console:
-    """A console for tables: the terminal's width, or ``PIPED_WIDTH`` columns when piped or writing to ``out``."""
+def show_table(table: Table, out: TextIO | None = None) -> None:
+    """Print ``table`` without cutting a cell: in a terminal at its width, a cell too wide folded onto more lines;
+    piped or to ``out`` at the table's natural width (up to ``WIDEST_TABLE`` columns), one line per row."""
+    for column in table.columns:
+        column.overflow = "fold"
     terminal = out is None and sys.stdout.isatty()
-    return Console(
-        file=out, soft_wrap=False, width=None if terminal else PIPED_WIDTH, markup=False, highlight=False, emoji=False
-    )
+    width = None
+    if not terminal:
+        measuring = Console(file=io.StringIO(), width=WIDEST_TABLE, markup=False, highlight=False, emoji=False)
+        width = max(1, Measurement.get(measuring, measuring.options, table).maximum)
+    Console(file=out, soft_wrap=False, width=width, markup=False, highlight=False, emoji=False).print(table)
 
 
 def print_table(header: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO | None = None) -> None:
@@ -70,4 +79,4 @@ def print_table(header: Sequence[str], rows: Sequence[Sequence[str]], out: TextI
     table = Table(*header, box=None, header_style="bold", pad_edge=False)
     for row in rows:
         table.add_row(*(printable_line(str(cell)) for cell in row))
-    table_console(out).print(table)
+    show_table(table, out)

@@ -575,3 +575,33 @@ def test_a_bad_line_of_questions_is_one_error_row_with_on_error_row(
     assert rows[1]["error"]["type"] == "InvalidOptionError" and "a JSON object per line" in rows[1]["error"]["message"]
     assert main([*arguments, "--no-progress"]) == 1  # without --on-error row the wrong line stops the run
     assert "expected a JSON object per line" in capsys.readouterr().err
+
+
+def test_a_table_never_cuts_a_cell(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import re
+    import sys
+
+    from rag_integration.console import print_table
+
+    header = ["family", "feature", "class"]
+    rows = [["retrieve", "<source>__" + "x" * 60, "SomeVeryLongClassNameThatWouldBeCut" * 3]] * 2
+    piped = io.StringIO()
+    print_table(header, rows, piped)
+    lines = piped.getvalue().splitlines()
+    assert "…" not in piped.getvalue() and len(lines) == 3 and all(rows[0][2] in line for line in lines[1:])
+
+    terminal = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    monkeypatch.setattr(terminal, "isatty", lambda: True, raising=False)
+    monkeypatch.setenv("COLUMNS", "80")
+    print_table(header, rows)
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", terminal.getvalue())
+    assert "…" not in shown and max(len(line) for line in shown.splitlines()) <= 80
+    assert len("".join(shown.split())) == sum(len(cell) for cell in [*header, *rows[0], *rows[1]])  # folded, not cut
+
+
+def test_backends_prints_whole_names_when_piped() -> None:
+    result = CliRunner().invoke(app, ["backends"])
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.output and "FixedSizeChunker" in result.output

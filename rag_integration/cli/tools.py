@@ -20,7 +20,7 @@ from rag_integration.application import (
 )
 from rag_integration.application.arguments import parse_options, split_list
 from rag_integration.cli.base import ProgressOption, app
-from rag_integration.console import print_table, printable_line, table_console
+from rag_integration.console import print_table, printable_line, show_table
 
 
 @app.command()
@@ -105,7 +105,7 @@ def evaluate_command(
             *(f"{result.metrics[name]:.4f}" for name in report.metric_names),
             f"{result.seconds:.1f}",
         )
-    table_console().print(table)
+    show_table(table)
     if json_path is not None:
         report.write_json(json_path)
     if plot_path is not None:
