@@ -10,8 +10,10 @@ import pytest
 from pdf_files import pdf_bytes
 
 from rag_integration.cli import main
-from rag_integration.core.documents.files import SKIPPED_FILES, FileRules, find_files, skip_unreadable
+from rag_integration.core.documents.files import READ_FILES, SKIPPED_FILES, FileRules, find_files, skip_unreadable
 from rag_integration.core.errors import InvalidOptionError
+from rag_integration.feature_groups.rag_pipeline import STAGES
+from rag_integration.testing.runner import run_feature
 
 DEPOSIT = "Die Kaution beträgt drei Monatsmieten und wird bei Auszug zurückgezahlt."
 RULES = FileRules(suffixes=(".txt", ".md", ".pdf"))
@@ -97,3 +99,36 @@ def test_a_data_table_in_a_folder_is_skipped_and_one_named_is_the_typed_error(
     assert "stats.csv: records without a 'text' field (text_field): data, not documents" in err
     code = main(["ask", "visitors?", "--files", str(tmp_path / "stats.csv"), "--no-progress", "--no-cache"])
     assert code == 1 and "text_field" in capsys.readouterr().err
+
+
+def test_two_runs_in_two_threads_each_see_only_their_own_files(tmp_path: Path) -> None:
+    """The notes of what a run read and skipped belong to that run (a context), not to the process."""
+    import threading
+
+    from rag_integration.application.notes import RunNotes
+
+    folders = []
+    for name in ("first", "second"):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / f"{name}.txt").write_text(f"The {name} folder's text.", encoding="utf-8")
+        (folder / f"{name}.png").write_bytes(b"\x89PNG")
+        folders.append(folder)
+    start = threading.Barrier(2)
+    seen: dict[str, tuple[set[str], set[str]]] = {}
+
+    def run(folder: Path) -> None:
+        notes = RunNotes()
+        start.wait()
+        with notes.reading_files():
+            for _ in range(20):
+                assert run_feature("docs", {"document_source": "files", "paths": str(folder)}, set(STAGES))
+        seen[folder.name] = ({Path(f.path).name for f in notes.read}, {Path(f.path).name for f in notes.skipped})
+
+    threads = [threading.Thread(target=run, args=(folder,)) for folder in folders]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert seen == {"first": ({"first.txt"}, {"first.png"}), "second": ({"second.txt"}, {"second.png"})}
+    assert SKIPPED_FILES.take() == [] and READ_FILES.take() == []  # nothing leaked to the process-wide log

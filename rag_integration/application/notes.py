@@ -38,15 +38,13 @@ class RunNotes:
 
     @contextmanager
     def reading_files(self) -> Iterator[None]:
-        """Collect the files the run in this block reads and skips (the logs are process-wide: what an earlier run
-        left in them is dropped first)."""
-        READ_FILES.take()
-        SKIPPED_FILES.take()
-        try:
-            yield
-        finally:
-            self.skipped += SKIPPED_FILES.take()
-            self.read += READ_FILES.take()
+        """Collect the files the run in this block reads and skips: this run's own, not another thread's."""
+        with READ_FILES.collecting() as read, SKIPPED_FILES.collecting() as skipped:
+            try:
+                yield
+            finally:
+                self.skipped += skipped
+                self.read += read
 
     def warn_if_stale(self, index_dir: Path, *, name_files: bool = True) -> None:
         """A warning when the files a store was indexed from changed since (``index`` keeps their record); without

@@ -10,6 +10,7 @@ devices are refused.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import fnmatch
 import functools
@@ -19,7 +20,8 @@ import os
 import stat
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -45,19 +47,35 @@ class SkippedFile:
 
 
 class _FileLog(Generic[Entry]):
-    """A process-wide list of what runs noted about files, taken (and forgotten) by the command line after its
-    run; concurrent runs in one process share it."""
+    """What runs noted about files. Inside ``collecting()`` a run's notes go to its own list (a context variable:
+    two runs in two threads, or two tasks, never see each other's files); outside one they go to a process-wide
+    list that ``take`` empties (a library caller reading the log)."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
         self._entries: list[Entry] = []
         self._lock = threading.Lock()
+        self._scope: contextvars.ContextVar[list[Entry] | None] = contextvars.ContextVar(name, default=None)
 
     def _add(self, entry: Entry) -> None:
+        scoped = self._scope.get()
+        if scoped is not None:
+            scoped.append(entry)
+            return
         with self._lock:
             self._entries.append(entry)
 
+    @contextmanager
+    def collecting(self) -> Iterator[list[Entry]]:
+        """A list that receives what is noted in this context until the block ends."""
+        collected: list[Entry] = []
+        token = self._scope.set(collected)
+        try:
+            yield collected
+        finally:
+            self._scope.reset(token)
+
     def take(self) -> list[Entry]:
-        """What was noted since the last ``take``, forgotten here."""
+        """What was noted outside any ``collecting`` block since the last ``take``, forgotten here."""
         with self._lock:
             taken, self._entries = self._entries, []
         return taken
@@ -72,7 +90,7 @@ class SkippedFiles(_FileLog[SkippedFile]):
         self._add(SkippedFile(str(path), reason))
 
 
-SKIPPED_FILES = SkippedFiles()
+SKIPPED_FILES = SkippedFiles("rag_integration_skipped_files")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +114,7 @@ class ReadFiles(_FileLog[ReadFile]):
         self._add(ReadFile(str(path), len(data), modified, hashlib.sha256(data).hexdigest()))
 
 
-READ_FILES = ReadFiles()
+READ_FILES = ReadFiles("rag_integration_read_files")
 
 
 @dataclass(frozen=True, slots=True)
