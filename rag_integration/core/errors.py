@@ -34,6 +34,24 @@ def short_repr(value: object) -> str:
     return _SHORT_REPR.repr(value)
 
 
+SECRET_WORDS = frozenset(
+    {"key", "apikey", "token", "secret", "password", "passwd", "credential", "credentials", "auth"}
+)
+"""Words of an option key that say its value may be a credential (``api_key``, ``llm_api_key_env``, ``auth_token``)."""
+HIDDEN = "<hidden>"
+
+
+def names_a_secret(option: str) -> bool:
+    """Whether ``option``'s value may be a credential, by the words of its key: such a value is never quoted in an
+    error, even a misspelled key's (which no backend declares, so no ``SECRET_OPTIONS`` can name it)."""
+    return not SECRET_WORDS.isdisjoint(option.lower().replace("-", "_").split("_"))
+
+
+def shown_value(option: str, value: object) -> str:
+    """``value`` as an error quotes it: short, and ``<hidden>`` (with its type) for an option that names a secret."""
+    return f"{HIDDEN} ({type(value).__name__})" if names_a_secret(option) else short_repr(value)
+
+
 class ConnectorError(ValueError):
     """Base class of every error this package raises on purpose."""
 
@@ -64,23 +82,25 @@ class InvalidOptionError(ConnectorError):
 
     def __init__(self, option: str, value: object, expected: str) -> None:
         self.option = option
-        self.value = value
-        super().__init__(f"option '{option}' got {short_repr(value)} ({type(value).__name__}): expected {expected}")
+        self.value = HIDDEN if names_a_secret(option) else value
+        shown = shown_value(option, value)
+        kind = "" if names_a_secret(option) else f" ({type(value).__name__})"
+        super().__init__(f"option '{option}' got {shown}{kind}: expected {expected}")
 
 
 class UnknownOptionError(InvalidOptionError):
     """A request carries an option key that no feature group in it declares (a typo, or an option of another backend)."""
 
     def __init__(self, option: str, value: object, suggestions: Sequence[str] = (), *, hint: str = "") -> None:
+        secret = any(names_a_secret(name) for name in (option, *suggestions))  # "llm_api_kye" is one too
         self.option = option
-        self.value = value
+        self.value = HIDDEN if secret else value
         self.suggestions = tuple(suggestions)
         guess = " or ".join(repr(name) for name in self.suggestions)
         advice = hint or (f"did you mean {guess}?" if guess else "remove it, or check the spelling against the docs")
+        shown = f"{HIDDEN} ({type(value).__name__})" if secret else short_repr(value)
         ConnectorError.__init__(
-            self,
-            f"option '{option}' (given {short_repr(value)}) is not an option of any feature group in this request: "
-            f"{advice}",
+            self, f"option '{option}' (given {shown}) is not an option of any feature group in this request: {advice}"
         )
 
 

@@ -362,3 +362,22 @@ def test_every_page_gives_deadline_ms_the_same_scope() -> None:
     assert all("feature group's answer" in row for row in rows.values()), rows
     assert "one `deadline_ms` per step" in (docs / "options.md").read_text(encoding="utf-8")
     assert "one feature group's answer" in (deadline_module.__doc__ or "")
+
+
+def test_an_error_never_quotes_the_value_of_an_option_that_names_a_secret() -> None:
+    from rag_integration.core.errors import InvalidOptionError, UnknownOptionError
+    from rag_integration.feature_groups.connectors.generate import LlmResponder
+
+    canary = "sk-live-CANARY0123456789"
+    for error in (
+        InvalidOptionError("llm_api_key_env", canary, "the name of an environment variable"),
+        InvalidOptionError("auth_token", canary, "a str"),
+        UnknownOptionError("api_key", canary),
+        UnknownOptionError("llm_api_kye", canary, ["llm_api_key_env"]),  # a typo of a secret's key
+    ):
+        assert canary not in str(error) and canary not in repr(error.value) and "<hidden> (str)" in str(error)
+    assert "'abc' (str)" in str(InvalidOptionError("top_k", "abc", "an int"))
+    request = {"generate_backend": "llm", "query_text": "q", "passages": [], "llm_api_kye": canary}
+    with pytest.raises(UnknownOptionError) as caught:
+        run_feature("generated_answer", request, {LlmResponder})
+    assert canary not in str(caught.value) and "llm_api_key_env" in str(caught.value)
