@@ -356,6 +356,30 @@ def test_a_failed_write_leaves_the_existing_store_as_it_was(tmp_path: Path) -> N
     assert not [entry for entry in tmp_path.iterdir() if entry.name.startswith(".staging-")]
 
 
+def test_a_store_folder_removed_while_a_version_is_written_is_made_again(tmp_path: Path) -> None:
+    """Another process removing the folder mid-write (a forget, a cleanup) is not the caller's unwritable folder."""
+    folder = tmp_path / "store"
+    calls = []
+
+    def removed_once(staging: Path) -> None:
+        calls.append(staging)
+        if len(calls) == 1:
+            shutil.rmtree(folder)
+        (staging / "a.txt").write_text("written")
+
+    write_store(folder, StoreClaim("test", {"n": 1}, "f"), removed_once)
+    live = current_version(folder)
+    assert len(calls) == 2 and live is not None
+    assert index_store.load_version(live, lambda version: (version / "a.txt").read_text()) == "written"
+
+    def always_removed(staging: Path) -> None:
+        shutil.rmtree(folder)
+        (staging / "a.txt").write_text("x")
+
+    with pytest.raises(InvalidOptionError, match="no other process removes"):
+        write_store(folder, StoreClaim("test", {"n": 2}, "f"), always_removed)
+
+
 def test_replaced_versions_are_removed_once_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for n in range(3):
         write_store(tmp_path, StoreClaim("test", {"n": n}, "f"), lambda staging: (staging / "a").write_text("x"))

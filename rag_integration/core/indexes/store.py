@@ -12,6 +12,7 @@ is data only: it never names code, a class or a model to load.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -101,11 +102,29 @@ def write_store(
 ) -> str:
     """Write a new version of the store in ``folder`` with ``save(version_folder)``, make it the live one and return
     its name. Versions no longer live are removed once ``STALE_SECONDS`` old; with ``keep``, all but the ``keep``
-    newest (the live one counted) are removed at once unless a reader holds one (``held_versions``)."""
+    newest (the live one counted) are removed at once unless a reader holds one (``held_versions``). A folder that
+    another process removes while the version is written (``forget``, a cleanup) is made again and written once more,
+    not blamed on the caller."""
+    for attempt in range(2):
+        try:
+            return _write_version(folder, claim, save, option, keep)
+        except _FolderVanished:
+            if attempt:
+                break
+    raise InvalidOptionError(option, str(folder), "a folder no other process removes while a version is written")
+
+
+class _FolderVanished(Exception):
+    """The store's folder disappeared under a writer."""
+
+
+def _write_version(folder: Path, claim: StoreClaim, save: Callable[[Path], None], option: str, keep: int | None) -> str:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder))
     except OSError as error:
+        if error.errno == errno.ENOENT and not folder.is_dir():
+            raise _FolderVanished from error
         raise InvalidOptionError(option, str(folder), f"a writable folder ({error.strerror})") from error
     try:
         save(staging)
@@ -126,6 +145,8 @@ def write_store(
         _replace_pointer(folder, version.name)
         _mark_replaced(folder, replaced)
     except OSError as error:
+        if error.errno == errno.ENOENT and not folder.is_dir():
+            raise _FolderVanished from error
         raise InvalidOptionError(option, str(folder), f"a writable folder ({error.strerror})") from error
     finally:
         if staging.exists():
