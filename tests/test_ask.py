@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -193,6 +194,29 @@ def test_a_store_says_when_its_files_changed_and_index_keeps_two_versions(
     (docs / "oil.md").write_text("Notes on oil, third edition.\n", encoding="utf-8")
     index()
     assert len([entry for entry in store.iterdir() if entry.name.startswith("v-")]) == 2  # --keep 2
+
+
+def test_an_edit_keeping_size_and_time_is_still_seen(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Size and time are forged easily (``touch -r``); the inode's change time is not, so such a file is hashed."""
+    docs, store = tmp_path / "docs", tmp_path / "store"
+    docs.mkdir()
+    note = docs / "oil.md"
+    note.write_text("Change the oil every 10000 km.\n", encoding="utf-8")
+    before = note.stat()
+    os.utime(note, ns=(before.st_atime_ns, before.st_mtime_ns - 10_000_000_000))  # as if written long ago
+    assert main(["index", str(docs), "--index-dir", str(store), "--embedding-model", "hash", "--no-progress"]) == 0
+    capsys.readouterr()
+
+    def warning() -> str:
+        assert main(["search", "oil", "--index-dir", str(store), "--embedding-model", "hash", "--no-progress"]) == 0
+        return capsys.readouterr().err
+
+    assert "out of date" not in warning()
+    kept = note.stat()
+    note.write_text("Change the oil every 15000 km.\n", encoding="utf-8")  # same size
+    os.utime(note, ns=(kept.st_atime_ns, kept.st_mtime_ns))
+    assert note.stat().st_size == kept.st_size and note.stat().st_mtime_ns == kept.st_mtime_ns
+    assert "1 file(s) changed" in warning()
 
 
 def test_an_empty_result_says_why(tmp_path: Path, folder: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,6 +16,9 @@ from rag_integration.core.documents.files import FileRules, ReadFile, find_files
 from rag_integration.core.errors import ConnectorError
 
 RECORD_FILE = "sources.json"
+RACY_NS = 2_000_000_000
+"""How long before the record a file's last status change must be for its size and time to vouch for it: the
+coarsest file-system clock (FAT's two seconds)."""
 RECORD_FORMAT = "rag-integration-sources"
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 
@@ -69,12 +72,16 @@ def move_record(folder: Path, version: str, new_version: str, without: set[str])
 
 def changes_since(folder: Path, version: str, rules: FileRules) -> Changes | None:
     """How the files a store was built from differ from what its patterns find now; None when there is no record
-    of this version (not built by ``index``, or rewritten since) or it cannot be read. A file whose size or time
-    differs is hashed, so one only touched does not count as changed."""
+    of this version (not built by ``index``, or rewritten since) or it cannot be read. A file whose size, time or
+    status changed is hashed, so one only touched does not count as changed."""
     recorded = _read_record(folder, version)
     if recorded is None:
         return None
     patterns, files = recorded
+    try:
+        written = os.stat(folder / RECORD_FILE).st_mtime_ns
+    except OSError:
+        return None
     found: dict[str, Path] = {}
     for pattern in patterns:
         try:
@@ -83,18 +90,22 @@ def changes_since(folder: Path, version: str, rules: FileRules) -> Changes | Non
             continue  # a folder or file that is gone: its files count as removed
     changed = 0
     for path, real in found.items():
-        if path in files and _differs(real, files[path], rules):
+        if path in files and _differs(real, files[path], rules, written):
             changed += 1
     added = sum(1 for path in found if path not in files)
     removed = sum(1 for path in files if path not in found)
     return Changes(added, changed, removed)
 
 
-def _differs(path: Path, recorded: tuple[int, int, str], rules: FileRules) -> bool:
+def _differs(path: Path, recorded: tuple[int, int, str], rules: FileRules, written: int) -> bool:
+    """Whether the file's content differs from the record. Size and modification time alike are trusted only for a
+    file whose status last changed well before the record was written (``RACY_NS``): the inode's change time cannot
+    be set back, so an edit that kept the size and restored the time, or one in the same clock tick as the indexing
+    (git's "racily clean" files), is hashed."""
     size, modified, digest = recorded
     try:
         status = os.stat(path)
-        if status.st_size == size and status.st_mtime_ns == modified:
+        if status.st_size == size and status.st_mtime_ns == modified and status.st_ctime_ns + RACY_NS < written:
             return False
         return hashlib.sha256(read_regular_file(path, rules.max_file_bytes)).hexdigest() != digest
     except OSError:
