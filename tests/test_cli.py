@@ -605,3 +605,21 @@ def test_backends_prints_whole_names_when_piped() -> None:
     result = CliRunner().invoke(app, ["backends"])
     assert result.exit_code == 0, result.output
     assert "…" not in result.output and "FixedSizeChunker" in result.output
+
+
+def test_index_and_search_files_give_a_paragraph_the_same_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``index`` cuts files as ``ask`` and ``search --files`` do (paragraphs), so a passage keeps one id."""
+    docs, store = tmp_path / "docs", tmp_path / "store"
+    docs.mkdir()
+    (docs / "car.md").write_text(
+        "Oil notes.\nChange the oil every year. Check the level monthly.\n\nTyres need air.\n", encoding="utf-8"
+    )
+    assert main(["index", str(docs), "--index-dir", str(store), "--embedding-model", "hash", "--no-progress"]) == 0
+    assert "2 chunks" in capsys.readouterr().out
+    found = []
+    for where in (["--index-dir", str(store), "--embedding-model", "hash"], ["--files", str(docs), "--no-cache"]):
+        assert main(["search", "oil level", *where, "--no-progress", "--top-k", "1"]) == 0
+        found.append(capsys.readouterr().out.splitlines()[1].split()[3:4])  # query (two words), rank, doc_id
+    assert found == [["car.md#0"], ["car.md#0"]]

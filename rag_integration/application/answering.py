@@ -20,7 +20,7 @@ from rag_integration.application.answers import (
     read_question_lines,
     read_questions,
 )
-from rag_integration.application.arguments import backend, choose
+from rag_integration.application.arguments import DEFAULT_CHUNKER, backend, choose
 from rag_integration.application.notes import FILES_CACHE_STORES, NO_DOCUMENTS, RunNotes, files_cache_dir
 from rag_integration.application.requests import (
     check_flashrank_dir,
@@ -72,7 +72,7 @@ def ask_all(
     files: Sequence[Path | str] | None = None,
     index_dir: Path | str | None = None,
     backend_name: str = "bm25s",
-    chunker: str = "paragraph",
+    chunker: str = DEFAULT_CHUNKER,
     rerank: str | None = None,
     flashrank_model_dir: Path | None = None,
     generate: str = "extractive",

@@ -48,6 +48,11 @@ def backend(
         raise ArgumentError(argument, literal(str(error))) from error
 
 
+DEFAULT_CHUNKER = "paragraph"
+"""How ``index``, ``ask`` and ``search`` cut files unless told otherwise: one rule, so a paragraph has the same
+passage id in a store built by ``index`` as in an answer from ``ask --files``."""
+
+
 def chunkers() -> list[str]:
     """The chunker values: every chunking stage, and ``none`` (a whole file is one passage)."""
     return [*(str(stage.BACKEND) for stage in STAGES if issubclass(stage, BaseChunker)), "none"]

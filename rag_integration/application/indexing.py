@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag_integration.application.arguments import check_paths, choose, chunkers, listed
+from rag_integration.application.arguments import DEFAULT_CHUNKER, check_paths, choose, chunkers, listed
 from rag_integration.application.notes import RunNotes
 from rag_integration.application.requests import DEFAULT_EMBEDDING_MODEL, file_options
 from rag_integration.core.contract.run import run_feature
@@ -58,7 +58,7 @@ def index(
     index_dir: Path | str,
     *,
     embedding_model: str = DEFAULT_EMBEDDING_MODEL,
-    chunker: str = "sentence",
+    chunker: str = DEFAULT_CHUNKER,
     keep: int = 2,
     progress: bool = False,
     notes: RunNotes | None = None,

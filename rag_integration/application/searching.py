@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rag_integration.application.arguments import DEFAULT_CHUNKER
 from rag_integration.application.notes import FILES_CACHE_STORES, NO_DOCUMENTS, RunNotes, files_cache_dir
 from rag_integration.application.requests import check_flashrank_dir, naming_principals, reranked, retrieval
 from rag_integration.core.contract.run import run_features
@@ -33,7 +34,7 @@ def search(
     files: Sequence[Path | str] | None = None,
     index_dir: Path | str | None = None,
     backend_name: str = "bm25s",
-    chunker: str = "paragraph",
+    chunker: str = DEFAULT_CHUNKER,
     top_k: int = 5,
     embedding_model: str | None = None,
     rerank: str | None = None,

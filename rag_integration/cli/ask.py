@@ -14,6 +14,7 @@ from rich.text import Text
 
 from rag_integration.application import Answer, InvalidOptionError, RunNotes, questions_from
 from rag_integration.application.answering import BEST_SENTENCE_MODEL, ask_lines, question_lines_from
+from rag_integration.application.arguments import DEFAULT_CHUNKER
 from rag_integration.cli.base import (
     CacheOption,
     EmbeddingModelOption,
@@ -43,7 +44,7 @@ def ask(
     backend: Annotated[str, typer.Option(help="retrieve backend for --files")] = "bm25s",
     chunker: Annotated[
         str, typer.Option(help="chunking for --files: paragraph, sentence, fixed or none")
-    ] = "paragraph",
+    ] = DEFAULT_CHUNKER,
     rerank: Annotated[str | None, typer.Option(help="rerank backend ('lexical', 'flashrank')")] = None,
     flashrank_model_dir: FlashRankDirOption = None,
     generate: Annotated[str, typer.Option(help="generate backend: extractive, template or llm")] = "extractive",

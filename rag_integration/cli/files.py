@@ -12,6 +12,7 @@ from rich.text import Text
 from rag_integration.application import ArgumentError, RunNotes, search
 from rag_integration.application import forget as forget_documents
 from rag_integration.application import index as index_files
+from rag_integration.application.arguments import DEFAULT_CHUNKER
 from rag_integration.cli.base import (
     FILE_TYPES,
     CacheOption,
@@ -38,7 +39,9 @@ def index(
             "'hash'; `ask`/`search --index-dir` read the store with the same one"
         ),
     ] = "minilm",
-    chunker: Annotated[str, typer.Option(help="'sentence', 'paragraph', 'fixed' or 'none'")] = "sentence",
+    chunker: Annotated[
+        str, typer.Option(help="'paragraph' (as ask and search), 'sentence', 'fixed' or 'none'")
+    ] = DEFAULT_CHUNKER,
     keep: Annotated[int, typer.Option(min=1, help="store versions kept, this one counted; older ones are removed")] = 2,
     verbose: VerboseOption = False,
     progress: ProgressOption = True,
@@ -85,7 +88,7 @@ def search_command(
     backend: Annotated[str, typer.Option(help="retrieve backend for --files")] = "bm25s",
     chunker: Annotated[
         str, typer.Option(help="chunking for --files: paragraph (as ask), sentence, fixed or none")
-    ] = "paragraph",
+    ] = DEFAULT_CHUNKER,
     top_k: Annotated[int, typer.Option(min=1, help="passages per query")] = 5,
     embedding_model: EmbeddingModelOption = None,
     as_json: Annotated[
