@@ -135,3 +135,17 @@ def test_table_rows_keep_mlodas_planning_cheap_and_answer_like_a_list() -> None:
     as_list = run_feature("structured_rows", request, {AggregateSql})
     assert run_feature("structured_rows", {**request, "rows": frozen}, {AggregateSql}) == as_list
     assert as_list[0]["rows"] == [{"count": sum(1 for row in ROWS if row["city"] == "city 3")}]
+
+
+def test_a_million_character_query_is_answered_well_within_its_deadline() -> None:
+    """Reading a query is linear: a 1,000,000-character query costs a fraction of a second once the process has
+    imported its libraries (the first request of a fresh process pays those imports, which no deadline bounds)."""
+    corpus = [{"doc_id": str(n), "text": f"note {n} about the engine oil and filter {n % 7}"} for n in range(200)]
+    run_feature(
+        "retrieved_passages", {"retrieve_backend": "bm25s", "corpus": corpus, "query_text": "oil"}, {Bm25sRetriever}
+    )
+    words = itertools.cycle(["oil", "filter3", "brake", "pressure", "water", "cherry"])
+    query = " ".join(f"{word}{n}" for n, word in zip(range(125_000), words))[:1_000_000]
+    request = {"retrieve_backend": "bm25s", "corpus": corpus, "query_text": query, "deadline_ms": 2000}
+    [passages] = run_feature("retrieved_passages", request, {Bm25sRetriever})
+    assert len(query) == 1_000_000 and isinstance(passages, list)

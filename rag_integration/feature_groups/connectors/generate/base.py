@@ -41,9 +41,11 @@ SENTENCE_MODEL: OptionSpec[str] = OptionSpec(
     default=OVERLAP,
     shown_as="`overlap` or an embedder name",
 )
-MODEL_WEIGHT = 1.5
-"""How much a sentence's similarity (scaled to 0..1 among the candidates) counts beside its overlap (scaled so the
-best is 1); measured on XQuAD's six languages (docs/generate.md)."""
+MODEL_SCALE = 10.0
+"""Overlap points (the best overlap is 1) per unit of a sentence's cosine similarity to the query: an embedder's
+similarities to the sentences of a few passages spread over about a tenth, which then counts as much as the best
+overlap. A fixed scale, not the candidates' own range, so two sentences a hair apart are not stretched to a whole
+point (docs/generate.md)."""
 
 
 @dataclass(frozen=True)
@@ -141,27 +143,29 @@ class BaseGenerateConnector(SelectorFeatureGroup, Generic[SettingsT]):
 
 def scored_sentences(query: str, passages: Sequence[Document], model: str = OVERLAP) -> list[QuotableSentence]:
     """Every sentence of every passage, best match first: by overlap with the query (the shared rule of
-    ``core.text.grounding``), plus, with an embedder ``model``, the sentence's similarity to the query under the same
-    passage prior. Without any overlap there is nothing to answer from, whatever the model says."""
+    ``core.text.grounding``), plus, with an embedder ``model``, the sentence's similarity to the query on a fixed
+    scale (``MODEL_SCALE``) under the same passage prior. Only a sentence sharing a word with the query is weighed
+    by the model; the others follow, unchanged: without any overlap there is nothing to answer from, whatever the
+    model says."""
     ranked = quotable_sentences(query, [passage.text for passage in passages])
     if model == OVERLAP or not ranked or ranked[0].score <= 0.0:
         return ranked
+    sharing = [sentence for sentence in ranked if sentence.score > 0.0]
     embedder = get_embedder(model, SENTENCE_MODEL.key)
     similarity = (
-        EMBEDDING_MEMO.embed(embedder, [sentence.text for sentence in ranked]) @ embedder.embed_queries([query])[0]
+        EMBEDDING_MEMO.embed(embedder, [sentence.text for sentence in sharing]) @ embedder.embed_queries([query])[0]
     )
-    low, spread = float(similarity.min()), float(similarity.max() - similarity.min()) or 1.0
-    top = ranked[0].score
+    closest, top = float(similarity.max()), ranked[0].score
     blended = [
         dataclasses.replace(
             sentence,
-            score=sentence.score / top
-            + MODEL_WEIGHT * (float(close) - low) / spread / (1.0 + LATER_TEXT * sentence.source),
+            score=sentence.score / top + MODEL_SCALE * (float(close) - closest) / (1.0 + LATER_TEXT * sentence.source),
             overlap=sentence.score,
         )
-        for sentence, close in zip(ranked, similarity, strict=True)
+        for sentence, close in zip(sharing, similarity, strict=True)
     ]
-    return sorted(blended, key=lambda sentence: (-sentence.score, sentence.source, sentence.index))
+    rest = ranked[len(sharing) :]
+    return [*sorted(blended, key=lambda sentence: (-sentence.score, sentence.source, sentence.index)), *rest]
 
 
 MAX_LEAD_IN_ITEMS = 12
