@@ -12,6 +12,9 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from rag_integration.core.text.analysis import AUTO, analyzer_for, function_words, split_words, stopwords_of
 from rag_integration.core.text.languages import query_language
@@ -68,6 +71,13 @@ class TermMatches:
         before idf weighs the terms (zeros for a text holding none)."""
         norm, bag = self.bags.get(position, (1.0, Counter()))
         return tuple(bag[term] * (self.k1 + 1.0) / (bag[term] + norm) if bag.get(term) else 0.0 for term in self.terms)
+
+    def strengths(self, count: int) -> np.ndarray[Any, np.dtype[np.float64]]:
+        """``saturations`` of each of ``count`` texts as rows (zeros for a text holding no query term)."""
+        rows = np.zeros((count, len(self.terms)), dtype=np.float64)
+        for position in self.bags:
+            rows[position] = self.saturations(position)
+        return rows
 
 
 def term_matches(

@@ -3,22 +3,18 @@ weighting of those terms; on request, BM25 over the candidates fused with the or
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numpy as np
-
 from rag_integration.core.options import option
+from rag_integration.core.ranking.dominance import dominance_counts, dominance_places
 from rag_integration.core.text.analysis import LANGUAGE, check_language
-from rag_integration.core.text.lexical import TermMatches, lexical_scores, term_matches
+from rag_integration.core.text.lexical import lexical_scores, term_matches
 from rag_integration.feature_groups.connectors.rerank.base import BaseRerankConnector
 
 RRF_K = 60
 DOMINANCE, FUSION = "dominance", "fusion"
-DOMINANCE_BLOCK = 256
-"""Candidates compared with all the others at once: bounds the comparison's memory to this many rows."""
 
 
 @dataclass(frozen=True)
@@ -65,9 +61,8 @@ class LexicalReranker(BaseRerankConnector[LexicalSettings]):
         1 / (60 + BM25 rank)``, the BM25 part only for a candidate sharing a term with the query. Equal texts
         share the place of the first, so they score alike."""
         if settings.order == DOMINANCE:
-            places = dominance_places(
-                term_matches(query, texts, language=settings.language, k1=settings.k1, b=settings.b), len(texts)
-            )
+            matches = term_matches(query, texts, language=settings.language, k1=settings.k1, b=settings.b)
+            places = dominance_places(matches.strengths(len(texts)))
             return [1.0 - places[text_first] / len(texts) for text_first in _first_positions(texts)]
         first_rank, lexical, lexical_rank = _ranks(query, texts, settings)
         return [
@@ -84,18 +79,17 @@ class LexicalReranker(BaseRerankConnector[LexicalSettings]):
         below by. Fusion: the two parts, the incoming order's and BM25's (its score over the candidates and rank)."""
         if settings.order == DOMINANCE:
             matches = term_matches(query, texts, language=settings.language, k1=settings.k1, b=settings.b)
-            strengths = _strengths(matches, len(texts))
+            strengths = matches.strengths(len(texts))
             explained = []
             for position in positions:
-                row = strengths[position]
-                above = (strengths >= row).all(axis=1) & (strengths > row).any(axis=1)
-                below = (row >= strengths).all(axis=1) & (row > strengths).any(axis=1)
+                dominates, dominated_by = dominance_counts(strengths, position)
+                parts = zip(matches.terms, strengths[position].tolist(), strict=True)
                 explained.append(
                     {
                         "kind": "lexical_dominance",
-                        "terms": {term: float(part) for term, part in zip(matches.terms, row, strict=True) if part},
-                        "dominates": int(below.sum()),
-                        "dominated_by": int(above.sum()),
+                        "terms": {term: part for term, part in parts if part},
+                        "dominates": dominates,
+                        "dominated_by": dominated_by,
                     }
                 )
             return explained
@@ -110,52 +104,6 @@ class LexicalReranker(BaseRerankConnector[LexicalSettings]):
             matched["contribution"] = 1.0 / (RRF_K + rank) if rank is not None else 0.0
             explained.append({"kind": "lexical_rrf", "rrf_k": RRF_K, "contributions": [incoming, matched]})
         return explained
-
-
-def dominance_places(matches: TermMatches, count: int) -> list[int]:
-    """Each of ``count`` candidates' new place from 0: repeatedly the earliest candidate (incoming order) that no
-    candidate still unplaced dominates. Candidate ``j`` dominates ``i`` when its part of every query term is at
-    least ``i``'s and one is larger: then every BM25 weighting of the terms (any idf) ranks ``j`` above ``i``.
-    Quadratic in the candidates holding a query term (compared in blocks of rows); those holding none keep their
-    order after them."""
-    strengths = _strengths(matches, count)
-    holding = np.flatnonzero(strengths.any(axis=1))
-    dominators = np.zeros(count, dtype=np.int64)
-    passes: dict[int, list[int]] = {}
-    held = strengths[holding]
-    for start in range(0, len(holding), DOMINANCE_BLOCK):
-        block = held[start : start + DOMINANCE_BLOCK, None, :]
-        dominated: np.ndarray[Any, np.dtype[np.bool_]] = np.logical_and(
-            (block >= held[None, :, :]).all(axis=2), (block > held[None, :, :]).any(axis=2)
-        )
-        for offset, row in enumerate(dominated):
-            below = holding[row]
-            passes[int(holding[start + offset])] = below.tolist()
-            dominators[below] += 1
-    places = [0] * count
-    ready = [int(position) for position in holding if dominators[position] == 0]
-    heapq.heapify(ready)
-    place = 0
-    while ready:
-        position = heapq.heappop(ready)
-        places[position] = place
-        place += 1
-        for below in passes[position]:
-            dominators[below] -= 1
-            if dominators[below] == 0:
-                heapq.heappush(ready, below)
-    for position in np.flatnonzero(~strengths.any(axis=1)).tolist():
-        places[position] = place
-        place += 1
-    return places
-
-
-def _strengths(matches: TermMatches, count: int) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """One row per candidate: BM25's term-frequency part of each query term (zeros for a candidate holding none)."""
-    strengths = np.zeros((count, len(matches.terms)), dtype=np.float64)
-    for position in matches.bags:
-        strengths[position] = matches.saturations(position)
-    return strengths
 
 
 def _first_positions(texts: list[str]) -> list[int]:
