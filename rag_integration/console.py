@@ -13,9 +13,9 @@ from rich.measure import Measurement
 from rich.table import Table
 
 PIPED_WIDTH = 160
+"""The columns text is laid out for when stdout is not a terminal (rich would assume 80)."""
 WIDEST_TABLE = 1000
 """Columns a piped table may take before its widest cells fold."""
-"""The columns a table is laid out for when stdout is not a terminal (rich would assume 80)."""
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")

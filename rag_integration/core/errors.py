@@ -47,11 +47,6 @@ def names_a_secret(option: str) -> bool:
     return not SECRET_WORDS.isdisjoint(option.lower().replace("-", "_").split("_"))
 
 
-def shown_value(option: str, value: object) -> str:
-    """``value`` as an error quotes it: short, and ``<hidden>`` (with its type) for an option that names a secret."""
-    return f"{HIDDEN} ({type(value).__name__})" if names_a_secret(option) else short_repr(value)
-
-
 class ConnectorError(ValueError):
     """Base class of every error this package raises on purpose."""
 
@@ -82,10 +77,10 @@ class InvalidOptionError(ConnectorError):
 
     def __init__(self, option: str, value: object, expected: str) -> None:
         self.option = option
-        self.value = HIDDEN if names_a_secret(option) else value
-        shown = shown_value(option, value)
-        kind = "" if names_a_secret(option) else f" ({type(value).__name__})"
-        super().__init__(f"option '{option}' got {shown}{kind}: expected {expected}")
+        secret = names_a_secret(option)
+        self.value = HIDDEN if secret else value
+        shown = HIDDEN if secret else short_repr(value)
+        super().__init__(f"option '{option}' got {shown} ({type(value).__name__}): expected {expected}")
 
 
 class UnknownOptionError(InvalidOptionError):

@@ -118,14 +118,19 @@ class _FolderVanished(Exception):
     """The store's folder disappeared under a writer."""
 
 
+def _write_error(folder: Path, option: str, error: OSError) -> Exception:
+    """What a failed write means: the folder vanished under it (written again), or it is not writable."""
+    if error.errno == errno.ENOENT and not folder.is_dir():
+        return _FolderVanished()
+    return InvalidOptionError(option, str(folder), f"a writable folder ({error.strerror})")
+
+
 def _write_version(folder: Path, claim: StoreClaim, save: Callable[[Path], None], option: str, keep: int | None) -> str:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder))
     except OSError as error:
-        if error.errno == errno.ENOENT and not folder.is_dir():
-            raise _FolderVanished from error
-        raise InvalidOptionError(option, str(folder), f"a writable folder ({error.strerror})") from error
+        raise _write_error(folder, option, error) from error
     try:
         save(staging)
         files = {relative: _file_record(staging / relative) for relative in _listed_files(staging, option)}
@@ -145,9 +150,7 @@ def _write_version(folder: Path, claim: StoreClaim, save: Callable[[Path], None]
         _replace_pointer(folder, version.name)
         _mark_replaced(folder, replaced)
     except OSError as error:
-        if error.errno == errno.ENOENT and not folder.is_dir():
-            raise _FolderVanished from error
-        raise InvalidOptionError(option, str(folder), f"a writable folder ({error.strerror})") from error
+        raise _write_error(folder, option, error) from error
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)

@@ -66,17 +66,14 @@ class TermMatches:
     bags: dict[int, tuple[float, Counter[str]]]
     k1: float
 
-    def saturations(self, position: int) -> tuple[float, ...]:
-        """BM25's term-frequency part of each term for one text, ``tf * (k1 + 1) / (tf + norm)``: its score
-        before idf weighs the terms (zeros for a text holding none)."""
-        norm, bag = self.bags.get(position, (1.0, Counter()))
-        return tuple(bag[term] * (self.k1 + 1.0) / (bag[term] + norm) if bag.get(term) else 0.0 for term in self.terms)
-
     def strengths(self, count: int) -> np.ndarray[Any, np.dtype[np.float64]]:
-        """``saturations`` of each of ``count`` texts as rows (zeros for a text holding no query term)."""
+        """BM25's term-frequency part ``tf * (k1 + 1) / (tf + norm)`` of each term (columns) for each of ``count``
+        texts (rows): their scores before idf weighs the terms (zeros for a text holding none)."""
         rows = np.zeros((count, len(self.terms)), dtype=np.float64)
-        for position in self.bags:
-            rows[position] = self.saturations(position)
+        for position, (norm, bag) in self.bags.items():
+            rows[position] = [
+                bag[term] * (self.k1 + 1.0) / (bag[term] + norm) if bag.get(term) else 0.0 for term in self.terms
+            ]
         return rows
 
 
