@@ -14,21 +14,31 @@ from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.indexes.shards import (
     DOCUMENTS_FILE,
     DOCUMENTS_KIND,
+    ROW_HASH_BYTES,
     read_shard_documents,
-    write_shard_documents,
+    shard_table,
+    write_shard_table,
 )
 from rag_integration.core.indexes.store import StoreClaim, write_store
 
 DOCUMENTS = [Document("a", "Das Öl ist alt."), Document("b", "海水の温度"), Document("c", "", {"year": 2020})]
 
 
+HASHES = [bytes([number]) * ROW_HASH_BYTES for number in range(len(DOCUMENTS))]
+
+
+def written(folder: Path) -> str:
+    table = shard_table(Corpus(DOCUMENTS), ["{}", "{}", '{"year": 2020}'], HASHES)
+    return write_shard_table(folder, 0, table)
+
+
 def test_documents_read_back_with_the_digests_of_their_texts(tmp_path: Path) -> None:
-    version = write_shard_documents(tmp_path, 0, DOCUMENTS, ["{}", "{}", '{"year": 2020}'])
+    version = written(tmp_path)
     found = read_shard_documents(tmp_path, version)
     assert isinstance(found, Corpus)
     assert list(found) == DOCUMENTS
     assert text_digests(found) == text_digests([Document(d.doc_id, d.text) for d in DOCUMENTS])
-    assert write_shard_documents(tmp_path, 0, DOCUMENTS, ["{}", "{}", '{"year": 2020}']) == version
+    assert written(tmp_path) == version
 
 
 def _stored(folder: Path, table: pa.Table) -> str:
@@ -55,3 +65,17 @@ def test_a_documents_file_of_another_shape_is_a_typed_error(columns: dict[str, p
     version = _stored(tmp_path, pa.table(columns))
     with pytest.raises(IndexMismatchError, match="digest"):
         read_shard_documents(tmp_path, version)
+
+
+def test_a_documents_file_whose_doc_ids_repeat_or_are_out_of_order_is_a_typed_error(tmp_path: Path) -> None:
+    for number, doc_ids in enumerate((["b", "a"], ["a", "a"])):
+        columns = {
+            "doc_id": pa.array(doc_ids, pa.large_string()),
+            "text": pa.array(["x", "y"], pa.large_string()),
+            "metadata": pa.array(["{}", "{}"], pa.large_string()),
+            "digest": pa.array([b"d" * 16] * 2, pa.binary(16)),
+            "row_hash": pa.array([b"h" * ROW_HASH_BYTES] * 2, pa.binary(ROW_HASH_BYTES)),
+        }
+        version = _stored(tmp_path / str(number), pa.table(columns))
+        with pytest.raises(IndexMismatchError, match="unique and in order"):
+            read_shard_documents(tmp_path / str(number), version)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from rag_integration.core.indexes.store import (
     StoreClaim,
     current_version,
     intact_claim,
+    load_npy,
     load_version,
     named_version,
     remove_store,
@@ -40,6 +42,7 @@ from rag_integration.core.options import OptionSpec
 from rag_integration.core.ranking.bm25_scores import CorpusStatistics, TermCountArrays
 from rag_integration.core.text.languages import CorpusLanguages, CorpusPlacement, most_common_language
 
+LOGGER = logging.getLogger("rag_integration")
 INDEX_SHARDS: OptionSpec[int] = OptionSpec(
     "index_shards",
     "integer",
@@ -50,11 +53,18 @@ INDEX_SHARDS: OptionSpec[int] = OptionSpec(
 )
 SHARDS_FOLDER = "shards"
 DOCUMENTS_FILE = "documents.arrow"
-DOCUMENTS_KIND = "shard-documents-2"
-"""The documents file's format: doc_id, text and metadata strings and each text's digest (``text_digests``)."""
+ROW_KEYS_FILE = "row_keys.npy"
+"""Beside a shard's documents: the first 8 bytes of each row hash as sorted uint64, which a request reads to tell
+rows that may be unchanged (``shard_row_keys``)."""
+DOCUMENTS_KIND = "shard-documents-3"
+"""The documents file's format: doc_id, text and metadata strings, each text's digest (``text_digests``) and each
+row's hash (``ROW_HASH_BYTES`` of SHA-256 over its doc_id, text and metadata, computed by Spark), sorted by
+doc_id."""
 SNAPSHOT_KIND = "shard-snapshot"
 _DOCUMENT_COLUMNS = ("doc_id", "text", "metadata")
 DIGEST_COLUMN = "digest"
+ROW_HASH_COLUMN = "row_hash"
+ROW_HASH_BYTES = 32
 
 
 def shard_folder(root: Path, shard: int) -> Path:
@@ -76,18 +86,24 @@ def metadata_json(document: Document, option: str) -> str:
         raise InvalidOptionError(f"{option} (doc_id {document.doc_id!r})", str(error), expected) from None
 
 
-def write_shard_documents(folder: Path, shard: int, documents: Sequence[Document], metadata: Sequence[str]) -> str:
-    """Keep a shard's documents (sorted by doc_id by the caller) with their ``metadata`` JSON and text digests as
-    the live version of the store in ``folder``, unless it already holds exactly them (the same file bytes); the
-    live version's name. The digests spare every reader hashing the texts again."""
+def shard_table(documents: Corpus, metadata: Sequence[str], row_hashes: Sequence[bytes]) -> Any:
+    """A shard's rows as its documents file holds them: ``documents`` sorted by doc_id by the caller, with their
+    ``metadata`` JSON, text digests and row hashes."""
     pa = require_module("pyarrow", "pyarrow", "frameworks")
     columns = ([document.doc_id for document in documents], [document.text for document in documents], metadata)
-    table = pa.table(
+    return pa.table(
         {
             **{name: pa.array(values, pa.large_string()) for name, values in zip(_DOCUMENT_COLUMNS, columns)},
             DIGEST_COLUMN: pa.array(text_digests(documents), pa.binary(TEXT_DIGEST_BYTES)),
+            ROW_HASH_COLUMN: pa.array(row_hashes, pa.binary(ROW_HASH_BYTES)),
         }
     )
+
+
+def write_shard_table(folder: Path, shard: int, table: Any) -> str:
+    """Keep a shard's rows (``shard_table``) as the live version of the store in ``folder``, unless it already holds
+    exactly them (the same file bytes); the live version's name."""
+    pa = require_module("pyarrow", "pyarrow", "frameworks")
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
@@ -101,39 +117,118 @@ def write_shard_documents(folder: Path, shard: int, documents: Sequence[Document
 
     def save(staging: Path) -> None:
         (staging / DOCUMENTS_FILE).write_bytes(memoryview(written))
+        save_npy(staging / ROW_KEYS_FILE, np.sort(row_keys(table.column(ROW_HASH_COLUMN))))
 
     return write_store(store, claim, save)
 
 
-def read_shard_documents(folder: Path, version_name: str) -> Corpus:
-    """The documents of one version of a shard's store, checked against its manifest and read memory-mapped: three
-    non-null string columns, unique doc_ids and metadata JSON objects and a digest per text, or an
-    ``IndexMismatchError``. A ``Corpus`` holding the stored digests: the store's manifest vouches for them, as it
-    does for the analysed terms kept beside them."""
+def row_keys(hashes: Any) -> npt.NDArray[np.uint64]:
+    """Each row hash's key: its first 8 bytes as a little-endian uint64 (SHA-256's bytes are evenly spread). The
+    hashes come as Spark sends them (variable-length binary) or as a shard's file keeps them (fixed-size); a null
+    hash's key is meaningless."""
     pa = require_module("pyarrow", "pyarrow", "frameworks")
+    pc = require_module("pyarrow.compute", "pyarrow", "frameworks")
+    array = hashes.combine_chunks() if isinstance(hashes, pa.ChunkedArray) else hashes
+    if not isinstance(array.type, pa.FixedSizeBinaryType):
+        array = pc.binary_slice(array, 0, 8).cast(pa.binary(8))
+    width = array.type.byte_width
+    data = np.frombuffer(array.buffers()[1], dtype=np.uint8)[array.offset * width : (array.offset + len(array)) * width]
+    return np.ascontiguousarray(data.reshape(-1, width)[:, :8]).view("<u8").ravel().astype(np.uint64)
+
+
+def shard_row_keys(folder: Path, version_name: str) -> npt.NDArray[np.uint64]:
+    """The sorted row keys of one version of a shard's store (``ROW_KEYS_FILE``), or none when they cannot be read.
+    A hint only: a row whose key is found is checked by its whole hash where its shard compares, so a wrong file
+    costs time (texts sent, or read again), never a wrong index."""
+    path = folder / "documents" / version_name / ROW_KEYS_FILE
+    try:
+        keys = load_npy(path, dtype="<u8")
+    except (IndexMismatchError, OSError):
+        return np.zeros(0, dtype=np.uint64)
+    return keys if keys.ndim == 1 else np.zeros(0, dtype=np.uint64)
+
+
+def read_shard_table(folder: Path, version_name: str) -> Any:
+    """The rows of one version of a shard's store, checked against its manifest and read memory-mapped: non-null
+    columns of ``shard_table``'s types, doc_ids strictly increasing (so unique), or an ``IndexMismatchError``."""
+    pa = require_module("pyarrow", "pyarrow", "frameworks")
+    pc = require_module("pyarrow.compute", "pyarrow", "frameworks")
     version = named_version(folder / "documents", version_name)
     if version.claim.kind != DOCUMENTS_KIND:
         raise IndexMismatchError("index_dir", str(version.folder), "a shard's documents")
 
-    def load(path: Path) -> Corpus:
-        with pa.memory_map(str(path / DOCUMENTS_FILE)) as source:
-            table = pa.ipc.open_file(source).read_all()
+    def load(path: Path) -> Any:
+        table = pa.ipc.open_file(pa.memory_map(str(path / DOCUMENTS_FILE))).read_all()
         table.validate(full=True)
-        types = {**dict.fromkeys(_DOCUMENT_COLUMNS, pa.large_string()), DIGEST_COLUMN: pa.binary(TEXT_DIGEST_BYTES)}
+        types = {
+            **dict.fromkeys(_DOCUMENT_COLUMNS, pa.large_string()),
+            DIGEST_COLUMN: pa.binary(TEXT_DIGEST_BYTES),
+            ROW_HASH_COLUMN: pa.binary(ROW_HASH_BYTES),
+        }
         if table.column_names != list(types) or any(
             table.column(name).type != kind or table.column(name).null_count for name, kind in types.items()
         ):
-            raise IndexMismatchError("index_dir", str(path), "a shard's doc_id, text, metadata and digest columns")
-        doc_ids, texts, metadata = (table.column(name).to_pylist() for name in _DOCUMENT_COLUMNS)
-        if len(set(doc_ids)) != len(doc_ids):
-            raise IndexMismatchError("index_dir", str(path), "unique doc_ids in a shard")
-        documents = [
-            Document(doc_id, text) if listed == "{}" else Document(doc_id, text, _metadata(listed, path))
-            for doc_id, text, listed in zip(doc_ids, texts, metadata, strict=True)
-        ]
-        return Corpus.read_back(documents, table.column(DIGEST_COLUMN).to_pylist())
+            expected = "a shard's doc_id, text, metadata, digest and row_hash columns"
+            raise IndexMismatchError("index_dir", str(path), expected)
+        doc_ids = table.column("doc_id")
+        if len(doc_ids) > 1 and not pc.all(pc.less(doc_ids[:-1], doc_ids[1:])).as_py():
+            raise IndexMismatchError("index_dir", str(path), "a shard's doc_ids unique and in order")
+        return table
 
     return load_version(version, load)
+
+
+def documents_of(table: Any, path: Path, *, metadata: bool = True) -> Corpus:
+    """The documents of a shard's rows (``read_shard_table``), holding the stored digests: the store's manifest
+    vouches for them, as it does for the analysed terms kept beside them. Without ``metadata``, text alone: what
+    analysis and embedding read."""
+    doc_ids, texts = table.column("doc_id").to_pylist(), table.column("text").to_pylist()
+    if metadata:
+        listed = table.column("metadata").to_pylist()
+        documents = [
+            Document(doc_id, text) if item == "{}" else Document(doc_id, text, _metadata(item, path))
+            for doc_id, text, item in zip(doc_ids, texts, listed, strict=True)
+        ]
+    else:
+        documents = [Document(doc_id, text) for doc_id, text in zip(doc_ids, texts, strict=True)]
+    return Corpus.read_back(documents, table.column(DIGEST_COLUMN).to_pylist())
+
+
+def read_shard_documents(folder: Path, version_name: str) -> Corpus:
+    """The documents of one version of a shard's store (``read_shard_table``, ``documents_of``)."""
+    return documents_of(read_shard_table(folder, version_name), folder)
+
+
+def snapshot_versions(root: Path, settings: Mapping[str, Any]) -> dict[int, str] | None:
+    """The shard versions the live snapshot under ``root`` names, by shard number, when it was written under these
+    ``settings``; None when there is none, or it is of other settings or cannot be read (the shards are then
+    written again, so a broken snapshot costs a rebuild, never a wrong answer)."""
+    store = root / "snapshot"
+    try:
+        version = current_version(store)
+        if version is None or version.claim.kind != SNAPSHOT_KIND:
+            return None
+        if not StoreClaim(SNAPSHOT_KIND, settings, "").same_as(
+            dataclasses.replace(version.claim, corpus_fingerprint="")
+        ):
+            return None
+        listed = load_version(version, lambda path: json.loads((path / "snapshot.json").read_text(encoding="utf-8")))
+    except (IndexMismatchError, OSError, ValueError, RecursionError) as error:
+        LOGGER.warning("index_shards: ignoring the snapshot in %s: %s", store, error)
+        return None
+    shards = listed.get("shards") if isinstance(listed, dict) else None
+    count = settings.get("shards")
+    if (
+        not isinstance(shards, dict)
+        or not isinstance(count, int)
+        or not all(
+            isinstance(number, str) and number.isdigit() and int(number) < count and isinstance(name, str)
+            for number, name in shards.items()
+        )
+    ):
+        LOGGER.warning("index_shards: ignoring the snapshot in %s: not a map of shard numbers to versions", store)
+        return None
+    return {int(number): name for number, name in shards.items()}
 
 
 def _metadata(listed: str, path: Path) -> Mapping[str, Any]:

@@ -27,12 +27,12 @@ from rag_integration.core.contract.request_options import (
 )
 from rag_integration.core.contract.sources import CORPUS, QUERIES, Source
 from rag_integration.core.contract.spark import Shipment, answer_partitions
+from rag_integration.core.contract.spark_shard_builds import build_shards
 from rag_integration.core.contract.spark_shards import (
     ShardJob,
     ShardQuery,
     answer_shards,
     answers_by_query,
-    build_shards,
     distinct_queries,
 )
 from rag_integration.core.deadline import check_deadline

@@ -1,0 +1,451 @@
+"""A Spark corpus's shards written on the executors (``index_shards``): only statistics reach the driver.
+
+Every corpus row goes to its shard (Spark's ``xxhash64`` of the doc_id, shuffled by Spark); each shard keeps its
+documents, sorted by doc_id, as a store version in ``index_dir``, makes what its backend keeps (analysed terms,
+embeddings) and returns its statistics and, under ``auto``, its part of the language sample. The driver sums them
+and records them with the shard versions as one snapshot.
+
+With a snapshot, rows that are already in it travel without their text: where each row is read, its hash
+(SHA-256 over doc_id, text and metadata, computed by Spark) is looked up among the keys of its shard's snapshot
+version, and a row found there sends only its doc_id and hash. Each shard compares what arrives with its rows by
+the whole hash: an unchanged shard is kept as it is, a changed one writes its previous rows with the change
+applied, analysing only the new texts. A row taken for unchanged by its key that is not (a collision of 64 bits)
+is read again, by doc_id, in a job of its own. So a small edit moves a small part of the corpus, in one job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import json
+import logging
+import pickle
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rag_integration.core.contract.frames import PYSPARK_PANDAS_WARNING
+from rag_integration.core.contract.spark_shards import ShardJob, TaskFailure, allocating, collected, on_tasks
+from rag_integration.core.documents.corpus import Corpus, Document, text_digests
+from rag_integration.core.errors import ConnectorError, DuplicateDocIdError, IndexMismatchError, InvalidOptionError
+from rag_integration.core.indexes.shards import (
+    ROW_HASH_COLUMN,
+    CorpusTerms,
+    ShardSet,
+    documents_of,
+    metadata_json,
+    read_shard_documents,
+    read_shard_table,
+    row_keys,
+    shard_folder,
+    shard_row_keys,
+    shard_table,
+    snapshot_versions,
+    write_shard_table,
+    write_snapshot,
+)
+from rag_integration.core.text.analysis import AUTO
+from rag_integration.core.text.languages import CorpusPlacement, PlacementSample
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame as SparkFrame
+    from pyspark.sql.types import StructField
+
+LOGGER = logging.getLogger("rag_integration")
+Rows = list[tuple[str, str, str, bytes]]
+"""A shard's rows from the frame: doc_id, text, metadata JSON and row hash."""
+
+
+@dataclass(frozen=True)
+class _Written:
+    shard: int
+    version: str
+    sample: PlacementSample | None
+    documents: int
+    part: Any
+    """What ``shard_part`` returned, made under ``placed``: the shard's own sample's placement key (None if fixed)."""
+    placed: tuple[str, ...] | None
+    changed: bool = True
+    sent: int = 0
+    """How many of its rows reached it with their text."""
+
+
+@dataclass(frozen=True)
+class _Change:
+    """What a changed shard needs: the rows it takes from the frame (doc_id to row hash; None: all its rows, and
+    then nothing of ``version``) and the doc_ids of ``version`` that go (removed, or replaced by those rows)."""
+
+    shard: int
+    version: str | None
+    wanted: Mapping[str, bytes] | None
+    dropped: frozenset[str]
+
+
+def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
+    """The corpus in ``frame``'s ``job.column`` kept as up to ``job.shards`` shards under ``job.root``, with the
+    snapshot that names them and their summed statistics: the shards of the previous snapshot kept, or changed
+    where the corpus changed."""
+    settings = {"index": json.loads(json.dumps(dataclasses.asdict(job.index_settings), default=str))}
+    settings["shards"] = job.shards
+    previous = snapshot_versions(job.root, settings)
+    selected = _selected(frame, job)
+    if previous:
+        selected = _sifted(selected, job, previous)
+    done = _run(_spread(selected, job), _writer(job, previous or {}))
+    written = [item for item in done if isinstance(item, _Written)]
+    changes = {item.shard: item for item in done if isinstance(item, _Change)}
+    if changes:
+        LOGGER.info("index_shards: %d shards read again the rows whose key was found but not their hash", len(changes))
+        written += _changed(frame, job, changes)
+    if previous:
+        changed, sent = sum(item.changed for item in written), sum(item.sent for item in written)
+        rows = sum(item.documents for item in written)
+        LOGGER.info(
+            "index_shards: %d of %d shards changed, %d of %d rows sent their text", changed, len(written), sent, rows
+        )
+    held = sorted((item for item in written if item.documents), key=lambda item: item.shard)
+    numbers, versions = tuple(item.shard for item in held), tuple(item.version for item in held)
+    samples = [item.sample for item in held if item.sample is not None]
+    placement = CorpusPlacement.merged(samples) if job.language == AUTO else None
+    partial = ShardSet(job.root, numbers, versions, placement, None)
+    placed = None if placement is None else placement.key
+    again = [position for position, item in enumerate(held) if item.placed != placed]
+    if again:
+        LOGGER.info("index_shards: %d of %d shards analysed again under the corpus's placement", len(again), len(held))
+    parts = dict(on_tasks(frame, again, _analyser(job, partial)))
+    found = [parts.get(position, item.part) for position, item in enumerate(held)]
+    statistics = [part for part in found if part is not None]
+    terms = CorpusTerms.merged(statistics) if statistics else None
+    return write_snapshot(ShardSet(job.root, numbers, versions, placement, terms), settings)
+
+
+def partition_keys(shards: int) -> list[int]:
+    """For each shard, the least key Spark's hash partitioning (``repartition(shards, key)``: Murmur3 of the long
+    key with seed 42, as the SQL ``hash``) sends to the partition of the same number, so each shard is one task."""
+    keys: dict[int, int] = {}
+    key = 0
+    while len(keys) < shards:
+        keys.setdefault(spark_hash(key) % shards, key)
+        key += 1
+    return [keys[shard] for shard in range(shards)]
+
+
+def spark_hash(value: int) -> int:
+    """Spark's ``hash`` of a long (``Murmur3_x86_32.hashLong`` with seed 42), as a signed 32-bit int."""
+    h1 = 42
+    for word in (value & 0xFFFFFFFF, (value >> 32) & 0xFFFFFFFF):
+        k1 = (word * 0xCC9E2D51) & 0xFFFFFFFF
+        k1 = ((k1 << 15) | (k1 >> 17)) & 0xFFFFFFFF
+        k1 = (k1 * 0x1B873593) & 0xFFFFFFFF
+        h1 ^= k1
+        h1 = ((h1 << 13) | (h1 >> 19)) & 0xFFFFFFFF
+        h1 = (h1 * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h1 ^= 8
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & 0xFFFFFFFF
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & 0xFFFFFFFF
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
+
+
+def by_shard(frame: SparkFrame, job: ShardJob) -> SparkFrame:
+    """The corpus's documents as columns, each shard in the partition of its number (``_selected``, ``_spread``)."""
+    return _spread(_selected(frame, job), job)
+
+
+def _selected(frame: SparkFrame, job: ShardJob) -> SparkFrame:
+    """The corpus's documents as columns: each one's shard (Spark's ``xxhash64`` of the doc_id, the same in every
+    run and process) and the key that sends it to its shard's partition, doc_id, text, metadata (a struct of the
+    other fields, when there are any), the row hash (SHA-256 over doc_id, text and the metadata's JSON) and whether
+    the text is sent (``_sifted`` withholds it)."""
+    from pyspark.sql import functions
+    from pyspark.sql.types import IntegralType, StringType, StructType
+
+    column = job.column
+    kind = frame.schema[column].dataType
+    fields = {field.name: field.dataType for field in kind.fields} if isinstance(kind, StructType) else {}
+    if not isinstance(fields.get("doc_id"), (StringType, IntegralType)) or not isinstance(
+        fields.get("text"), StringType
+    ):
+        expected = "rows of documents with a str or int doc_id and a string text, with index_shards"
+        raise InvalidOptionError(column, kind.simpleString(), expected)
+    doc_id = functions.col(column)["doc_id"].cast("string")
+    text = functions.col(column)["text"]
+    shard = functions.pmod(functions.xxhash64(doc_id), functions.lit(job.shards))
+    keys = functions.array(*[functions.lit(key).cast("long") for key in partition_keys(job.shards)])
+    others = [name for name in fields if name not in ("doc_id", "text")]
+    metadata = functions.struct(*[functions.col(column)[name].alias(name) for name in others])
+    # each of doc_id and text after its length: no two rows hash the same input
+    parts = [functions.length(doc_id).cast("string"), functions.lit(":"), doc_id]
+    parts += [functions.length(text).cast("string"), functions.lit(":"), text]
+    hashed = functions.concat(*parts, *([functions.to_json(metadata)] if others else []))
+    return frame.select(
+        functions.element_at(keys, (shard + 1).cast("int")).alias("partition_key"),
+        shard.cast("int").alias("shard"),
+        doc_id.alias("doc_id"),
+        text.alias("text"),
+        functions.col(column).isNull().alias("missing"),
+        *([metadata.alias("metadata")] if others else []),
+        functions.unhex(functions.sha2(hashed, 256)).alias(ROW_HASH_COLUMN),
+        functions.lit(True).alias("sent"),
+    )
+
+
+def _spread(selected: SparkFrame, job: ShardJob) -> SparkFrame:
+    """Each shard's rows in the partition of its number: the shuffle runs in Spark, no row passes through Python on
+    the way."""
+    return selected.repartition(job.shards, "partition_key")
+
+
+def _sifted(selected: SparkFrame, job: ShardJob, previous: Mapping[int, str]) -> SparkFrame:
+    """``selected`` where each row is read, the text and metadata of every row whose key is among its shard's keys
+    in the snapshot withheld (``sent`` false): those rows cross the shuffle as doc_id and hash alone."""
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+    def sift(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.compute as pc
+
+        for batch in batches:
+            keys = row_keys(batch.column(ROW_HASH_COLUMN))
+            shards = batch.column("shard").to_numpy(zero_copy_only=False)
+            found = np.zeros(batch.num_rows, dtype=bool)
+            for shard in np.unique(shards).tolist():
+                version = previous.get(shard)
+                stored = _stored_keys(str(shard_folder(job.root, shard)), version) if version else None
+                if stored is None or not len(stored):
+                    continue
+                rows = np.flatnonzero(shards == shard)
+                at = np.minimum(np.searchsorted(stored, keys[rows]), len(stored) - 1)
+                found[rows] = stored[at] == keys[rows]
+            found &= batch.column(ROW_HASH_COLUMN).is_valid().to_numpy(zero_copy_only=False)
+            withheld = pa.array(found)
+            yield batch.filter(pc.invert(withheld))
+            kept = batch.filter(withheld)
+            if kept.num_rows:
+                columns = {name: kept.column(name) for name in kept.schema.names}
+                for name in ("text", "metadata"):
+                    if name in columns:
+                        columns[name] = pa.nulls(kept.num_rows, kept.schema.field(name).type)
+                columns["sent"] = pa.array(np.zeros(kept.num_rows, dtype=bool))
+                yield pa.RecordBatch.from_arrays(list(columns.values()), schema=kept.schema)
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=PYSPARK_PANDAS_WARNING, category=FutureWarning)
+        return selected.mapInArrow(sift, StructType([_nullable(field) for field in selected.schema.fields]))
+
+
+def _nullable(field: StructField) -> StructField:
+    """A withheld row's text and metadata are null, whatever Spark inferred of the columns."""
+    from pyspark.sql.types import StructField
+
+    return StructField(field.name, field.dataType, nullable=True) if field.name in ("text", "metadata") else field
+
+
+@functools.lru_cache(maxsize=256)
+def _stored_keys(folder: str, version: str) -> npt.NDArray[np.uint64]:
+    """A snapshot shard version's row keys, read once per executor process."""
+    return shard_row_keys(Path(folder), version)
+
+
+def _run(spread: SparkFrame, work: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]) -> list[Any]:
+    """``work`` over each partition of ``spread`` on the executors; the records it returned, or its typed error."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=PYSPARK_PANDAS_WARNING, category=FutureWarning)
+        results = spread.mapInArrow(work, "result binary")
+    return collected([pickle.loads(row[0]) for row in results.collect()])
+
+
+def _writer(
+    job: ShardJob, previous: Mapping[int, str]
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Each shard of a partition compared with its version in the previous snapshot (if any) and kept, written with
+    its change applied, or, when a row it needs came without its text, the ``_Change`` to fetch."""
+    return _records(lambda table: _shards_written(job, previous, table))
+
+
+def _shards_written(job: ShardJob, previous: Mapping[int, str], table: pa.Table) -> Iterator[Any]:
+    _require_documents(table, job.column)
+    shards = table.column("shard").to_numpy(zero_copy_only=False)
+    for shard in np.unique(shards).tolist():
+        part = table.take(np.flatnonzero(shards == shard))
+        try:
+            yield _shard_written(job, shard, previous.get(shard), part)
+        except ConnectorError as error:
+            yield TaskFailure(error)
+
+
+def _shard_written(job: ShardJob, shard: int, version: str | None, part: pa.Table) -> _Written | _Change:
+    """One shard's rows against its snapshot version by whole row hash: kept when nothing changed, else written as
+    its previous rows without those whose hash is gone and with the new ones."""
+    import pyarrow.compute as pc
+
+    column = job.column
+    if pc.any(pc.and_(part.column("sent"), part.column("text").is_null())).as_py():
+        raise InvalidOptionError(f"{column}.text", None, "a string text in every row")
+    if pc.count_distinct(part.column("doc_id")).as_py() != part.num_rows:
+        raise DuplicateDocIdError(column, min(_repeated(part.column("doc_id").to_pylist())))
+    folder = shard_folder(job.root, shard)
+    sent = int(pc.sum(part.column("sent")).as_py() or 0)
+    stored = None
+    if version is not None:
+        try:
+            stored = read_shard_table(folder, version)
+        except IndexMismatchError as error:
+            LOGGER.warning("index_shards: shard %d is written again: %s", shard, error)
+    hashes = part.column(ROW_HASH_COLUMN)
+    if stored is None:
+        wanted, dropped = part, frozenset[str]()
+    else:
+        wanted = part.filter(pc.invert(pc.is_in(hashes, value_set=stored.column(ROW_HASH_COLUMN).combine_chunks())))
+        gone = pc.invert(pc.is_in(stored.column(ROW_HASH_COLUMN), value_set=hashes.combine_chunks()))
+        dropped = frozenset(stored.filter(gone).column("doc_id").to_pylist())
+        if not wanted.num_rows and not dropped and version is not None:
+            kept = _made(job, shard, version, documents_of(stored, folder, metadata=False))
+            return dataclasses.replace(kept, changed=False, sent=sent)
+    change = _Change(shard, None if stored is None else version, None, dropped)
+    if wanted.num_rows and not pc.all(wanted.column("sent")).as_py():
+        listed = zip(wanted.column("doc_id").to_pylist(), wanted.column(ROW_HASH_COLUMN).to_pylist(), strict=True)
+        return dataclasses.replace(change, wanted=dict(listed))
+    return dataclasses.replace(_change_written(job, change, _rows(wanted, column), stored), sent=sent)
+
+
+def _repeated(doc_ids: list[str]) -> list[str]:
+    ordered = sorted(doc_ids)
+    return [first for first, second in itertools.pairwise(ordered) if first == second]
+
+
+def _changed(frame: SparkFrame, job: ShardJob, changes: Mapping[int, _Change]) -> list[_Written]:
+    """The shards whose needed rows came without their text, written once those rows are read again: only they
+    travel, found by a broadcast join of their doc_ids."""
+    import pyarrow as pa
+    from pyspark.sql import functions
+
+    wanted = sorted(doc_id for change in changes.values() for doc_id in change.wanted or {})
+    keys = frame.sparkSession.createDataFrame(pa.table({"doc_id": pa.array(wanted, pa.string())}))
+    rows = _selected(frame, job).join(functions.broadcast(keys), "doc_id", "left_semi")
+
+    def write(table: pa.Table) -> Iterator[_Written | TaskFailure]:
+        _require_documents(table, job.column)
+        shards = table.column("shard").to_numpy(zero_copy_only=False)
+        for shard in np.unique(shards).tolist():
+            try:
+                if shard not in changes:
+                    raise _frame_changed(job.column)
+                yield _change_written(
+                    job, changes[shard], _rows(table.take(np.flatnonzero(shards == shard)), job.column)
+                )
+            except ConnectorError as error:
+                yield TaskFailure(error)
+
+    written: list[_Written] = _run(_spread(rows, job), _records(write))
+    if {item.shard for item in written} != set(changes):
+        raise _frame_changed(job.column)
+    return written
+
+
+def _records(
+    made: Callable[[pa.Table], Iterator[Any]],
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A partition's task: what ``made`` returns for its rows, each record pickled into one ``result`` row; a typed
+    error returned as a ``TaskFailure``."""
+    import pyarrow as pa
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        listed = list(batches)
+        if not listed:
+            return
+        table = pa.Table.from_batches(listed)
+        del listed
+        with allocating():
+            try:
+                results = list(made(table))
+            except ConnectorError as error:
+                results = [TaskFailure(error)]
+        for result in results:
+            yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(result)], pa.binary())], names=["result"])
+
+    return run
+
+
+def _rows(table: pa.Table, column: str) -> Rows:
+    """A shard's rows as (doc_id, text, metadata JSON, row hash), each checked as ``read_document`` checks a
+    document dict."""
+    if table.column("text").null_count:
+        raise InvalidOptionError(f"{column}.text", None, "a string text in every row")
+    doc_ids, texts = table.column("doc_id").to_pylist(), table.column("text").to_pylist()
+    if "metadata" in table.column_names:
+        listed = table.column("metadata").to_pylist()
+        metadata = [metadata_json(Document(doc_id, "", values), column) for doc_id, values in zip(doc_ids, listed)]
+    else:
+        metadata = ["{}"] * len(doc_ids)
+    return list(zip(doc_ids, texts, metadata, table.column(ROW_HASH_COLUMN).to_pylist(), strict=True))
+
+
+def _require_documents(table: pa.Table, column: str) -> None:
+    import pyarrow.compute as pc
+
+    if pc.any(table.column("missing")).as_py():
+        raise InvalidOptionError(column, None, "a document in every row")
+    if table.column("doc_id").null_count:
+        raise InvalidOptionError(f"{column}.doc_id", None, "a str or int doc_id in every row")
+
+
+def _change_written(job: ShardJob, change: _Change, rows: Rows, stored: pa.Table | None = None) -> _Written:
+    """A shard written as ``rows`` (sorted by doc_id here), or as its previous version's rows (``stored``, else
+    read) without the dropped ones and with ``rows``; the frame must give exactly the rows a change asked for."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rows.sort()
+    for first, second in itertools.pairwise(rows):
+        if first[0] == second[0]:
+            raise DuplicateDocIdError(job.column, first[0])
+    if change.wanted is not None and {row[0]: row[3] for row in rows} != change.wanted:
+        raise _frame_changed(job.column)
+    # Arrow's UTF-8 decodes to valid text; a Corpus computes the text digests once for the sample and the analysis
+    documents = Corpus.part_of([Document(doc_id, text) for doc_id, text, *_ in rows], range(len(rows)))
+    table = shard_table(documents, [row[2] for row in rows], [row[3] for row in rows])
+    rows.clear()
+    folder = shard_folder(job.root, change.shard)
+    if change.version is not None:
+        previous = read_shard_table(folder, change.version) if stored is None else stored
+        dropped = pa.array(sorted(change.dropped), pa.large_string())
+        table = pa.concat_tables([previous.filter(pc.invert(pc.is_in(previous.column("doc_id"), dropped))), table])
+        table = table.take(pc.sort_indices(table, sort_keys=[("doc_id", "ascending")]))
+        documents = documents_of(table, folder, metadata=False)
+    return _made(job, change.shard, write_shard_table(folder, change.shard, table), documents)
+
+
+def _made(job: ShardJob, shard: int, version: str, documents: Corpus) -> _Written:
+    """A written shard's statistics and, under ``auto``, its part of the sample, made under its own sample's
+    placement (the corpus's is known once every shard has answered)."""
+    sample = own = None
+    if job.language == AUTO:
+        sample = PlacementSample.of([document.text for document in documents], text_digests(documents))
+        own = CorpusPlacement.merged([sample])
+    part = job.backend.shard_part(documents, job.index_settings, shard_folder(job.root, shard), own)
+    return _Written(shard, version, sample, len(documents), part, None if own is None else own.key)
+
+
+def _analyser(job: ShardJob, shard_set: ShardSet) -> Callable[[Iterator[int]], Iterator[tuple[int, Any]]]:
+    def analyse(positions: Iterator[int]) -> Iterator[tuple[int, Any]]:
+        for position in positions:
+            folder = shard_set.folder(position)
+            documents = read_shard_documents(folder, shard_set.versions[position])
+            yield position, job.backend.shard_part(documents, job.index_settings, folder, shard_set.placement)
+
+    return analyse
+
+
+def _frame_changed(column: str) -> InvalidOptionError:
+    expected = "a corpus frame that gives the same rows each time it is read (cache or checkpoint it)"
+    return InvalidOptionError(column, "rows that changed between two reads", expected)
