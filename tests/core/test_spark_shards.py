@@ -20,6 +20,7 @@ from rag_integration.core.contract.frames import SparkAdapter
 from rag_integration.core.contract.spark_shard_builds import (
     _Change,
     _change_written,
+    _merged,
     _selected,
     by_shard,
     partition_keys,
@@ -461,3 +462,12 @@ def test_forget_removes_every_shard_that_held_the_document(tmp_path: Path) -> No
     remaining = documents[:-1]
     options = {"retrieve_backend": "bm25s", "query_text": ["river w3"], "index_shards": 3, "index_dir": str(tmp_path)}
     assert sharded(corpus_frame(remaining, 2), options) == one_index(remaining, options)
+
+
+def test_added_rows_merge_into_a_shards_kept_rows_in_doc_id_order() -> None:
+    generator = random.Random(5)
+    ids = sorted({"".join(generator.choice("aZé海0") for _ in range(generator.randint(1, 4))) for _ in range(300)})
+    chosen = set(generator.sample(ids, 40))
+    kept = pa.table({"doc_id": [doc_id for doc_id in ids if doc_id not in chosen]})
+    added = pa.table({"doc_id": sorted(chosen)})
+    assert _merged(kept, added).column("doc_id").to_pylist() == ids

@@ -15,6 +15,7 @@ is read again, by doc_id, in a job of its own. So a small edit moves a small par
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import functools
 import itertools
@@ -419,10 +420,22 @@ def _change_written(job: ShardJob, change: _Change, rows: Rows, stored: pa.Table
     if change.version is not None:
         previous = read_shard_table(folder, change.version) if stored is None else stored
         dropped = pa.array(sorted(change.dropped), pa.large_string())
-        table = pa.concat_tables([previous.filter(pc.invert(pc.is_in(previous.column("doc_id"), dropped))), table])
-        table = table.take(pc.sort_indices(table, sort_keys=[("doc_id", "ascending")]))
+        kept = previous.filter(pc.invert(pc.is_in(previous.column("doc_id"), dropped)))
+        table = _merged(kept, table)
         documents = documents_of(table, folder, metadata=False)
-    return _made(job, change.shard, write_shard_table(folder, change.shard, table), documents)
+    version = write_shard_table(folder, change.shard, table, keep_same=change.version is None)
+    return _made(job, change.shard, version, documents)
+
+
+def _merged(kept: pa.Table, added: pa.Table) -> pa.Table:
+    """Two tables of rows sorted by doc_id, with no doc_id in both, as one sorted table: each added row taken in
+    before the first kept row whose doc_id is greater (a merge, not a sort of the whole shard)."""
+    import pyarrow as pa
+
+    kept_ids = kept.column("doc_id").to_pylist()
+    before = [bisect.bisect_left(kept_ids, doc_id) for doc_id in added.column("doc_id").to_pylist()]
+    order = np.insert(np.arange(kept.num_rows), before, kept.num_rows + np.arange(added.num_rows))
+    return pa.concat_tables([kept, added]).take(order)
 
 
 def _made(job: ShardJob, shard: int, version: str, documents: Corpus) -> _Written:

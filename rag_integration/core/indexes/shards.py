@@ -100,9 +100,10 @@ def shard_table(documents: Corpus, metadata: Sequence[str], row_hashes: Sequence
     )
 
 
-def write_shard_table(folder: Path, shard: int, table: Any) -> str:
+def write_shard_table(folder: Path, shard: int, table: Any, *, keep_same: bool = True) -> str:
     """Keep a shard's rows (``shard_table``) as the live version of the store in ``folder``, unless it already holds
-    exactly them (the same file bytes); the live version's name."""
+    exactly them (the same file bytes; not checked without ``keep_same``, for rows known to be new); the live
+    version's name."""
     pa = require_module("pyarrow", "pyarrow", "frameworks")
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, table.schema) as writer:
@@ -110,7 +111,7 @@ def write_shard_table(folder: Path, shard: int, table: Any) -> str:
     written = sink.getvalue()
     claim = StoreClaim(DOCUMENTS_KIND, {"shard": shard}, hashlib.sha256(memoryview(written)).hexdigest())
     store = folder / "documents"
-    if intact_claim(store) == claim:
+    if keep_same and intact_claim(store) == claim:
         version = current_version(store)
         assert version is not None
         return version.name
