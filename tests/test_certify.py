@@ -70,7 +70,12 @@ def certify_in_subprocess(
         "from rag_integration.testing.certify import certify\n"
         f"sys.exit(certify(['third_party_backends:{backend}'], pytest_args={list(pytest_args)!r}, report='r.json'))\n"
     )
-    return subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True)
+    scratch = tmp_path / "tmp"  # the run's temporary folders go here, and must be gone when it ends
+    scratch.mkdir(exist_ok=True)
+    environment = {**os.environ, "TMPDIR": str(scratch)}
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, env=environment)
+    assert list(scratch.iterdir()) == []
+    return done
 
 
 def run(targets: list[str], tmp_path: Path, **arguments: Any) -> tuple[int, dict[str, Any], dict[str, dict[str, Any]]]:

@@ -306,14 +306,15 @@ def run_plan(plan: CertifyPlan) -> int:
     kits = [certification_kit_class(cls, adapter_for(cls, plan.options)) for cls in chosen]
     print("certifying: " + ", ".join(f"{cls.FAMILY}/{cls.BACKEND} ({cls.__name__})" for cls in chosen), flush=True)
     collector = CheckCollector(chosen)
-    code = run_kits(kits, plan.pytest_args, collector) if plan.kit else None
-    checks = collector.checks()
-    for cls, kit_class, fixtures_of_cls in zip(chosen, kits, plan.fixtures, strict=True):
-        subject = Subject(cls, certification_kit(kit_class))
-        own = list(fixtures_of_cls) or [default_fixture(kit_class, cls.FAMILY)]
-        for check in backend_checks(subject, own):
-            print_check(check)
-            checks.append(check)
+    with tempfile.TemporaryDirectory(prefix="rag-integration-certify-") as scratch:  # removed when the run ends
+        code = run_kits(kits, plan.pytest_args, collector, Path(scratch) / "kits") if plan.kit else None
+        checks = collector.checks()
+        for number, (cls, kit_class, fixtures_of_cls) in enumerate(zip(chosen, kits, plan.fixtures, strict=True)):
+            subject = Subject(cls, certification_kit(kit_class, Path(scratch) / "stores" / str(number)))
+            own = list(fixtures_of_cls) or [default_fixture(kit_class, cls.FAMILY)]
+            for check in backend_checks(subject, own):
+                print_check(check)
+                checks.append(check)
     document, text = final_report(chosen, checks, code)
     if plan.report is not None:
         plan.report.write_text(text, encoding="utf-8")
@@ -323,20 +324,22 @@ def run_plan(plan: CertifyPlan) -> int:
     return 0 if document["certified"] else 1
 
 
-def certification_kit(kit_class: type[ContractKit]) -> ContractKit:
+def certification_kit(kit_class: type[ContractKit], stores: Path) -> ContractKit:
     """An instance of a run's kit subclass for the certify checks' requests, with what its pytest fixtures would
-    set (a folder for the stores it builds)."""
+    set (``stores``, a folder for the stores it builds)."""
     instance = kit_class()
-    kit_store_root(instance)
+    kit_store_root(instance, stores)
     return instance
 
 
-def run_kits(kits: Sequence[type[ContractKit]], pytest_args: Sequence[str], collector: CheckCollector) -> int:
-    """The kit subclasses run by pytest in this process, from a generated module declaring them; pytest's exit
-    code."""
+def run_kits(
+    kits: Sequence[type[ContractKit]], pytest_args: Sequence[str], collector: CheckCollector, folder: Path
+) -> int:
+    """The kit subclasses run by pytest in this process, from a generated module declaring them in ``folder``;
+    pytest's exit code."""
     import pytest
 
-    folder = Path(tempfile.mkdtemp(prefix="rag-integration-certify-"))
+    folder.mkdir(parents=True, exist_ok=True)
     module = folder / f"{CERTIFICATION_MODULE}.py"
     module.write_text(certification_module(kits), encoding="utf-8")
     arguments = [str(module), "-q", "-p", "no:cacheprovider", "--rootdir", str(folder)]

@@ -506,6 +506,7 @@ def redact(text: str, canaries: list[str]) -> str:
     return text
 
 
-def kit_store_root(kit: ContractKit) -> None:
+def kit_store_root(kit: ContractKit, folder: Path) -> None:
     """What a kit's pytest fixtures would set on it outside pytest: a folder for stores it builds."""
-    kit.store_root = Path(tempfile.mkdtemp(prefix="certify-stores-"))  # type: ignore[attr-defined]
+    folder.mkdir(parents=True, exist_ok=True)
+    kit.store_root = folder  # type: ignore[attr-defined]

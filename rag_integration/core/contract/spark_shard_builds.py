@@ -276,8 +276,9 @@ def _writer(
 def _shards_written(job: ShardJob, previous: Mapping[int, str], table: pa.Table) -> Iterator[Any]:
     _require_documents(table, job.column)
     shards = table.column("shard").to_numpy(zero_copy_only=False)
-    for shard in np.unique(shards).tolist():
-        part = table.take(np.flatnonzero(shards == shard))
+    numbers = np.unique(shards).tolist()
+    for shard in numbers:  # a partition holds one shard (``partition_keys``): its table is not copied
+        part = table if len(numbers) == 1 else table.take(np.flatnonzero(shards == shard))
         try:
             yield _shard_written(job, shard, previous.get(shard), part)
         except ConnectorError as error:

@@ -28,9 +28,9 @@ from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
 from rag_integration.core.extras import require_module
 from rag_integration.core.indexes.store import (
     StoreClaim,
+    check_npy,
     current_version,
     intact_claim,
-    load_npy,
     load_version,
     named_version,
     remove_store,
@@ -138,15 +138,17 @@ def row_keys(hashes: Any) -> npt.NDArray[np.uint64]:
 
 
 def shard_row_keys(folder: Path, version_name: str) -> npt.NDArray[np.uint64]:
-    """The sorted row keys of one version of a shard's store (``ROW_KEYS_FILE``), or none when they cannot be read.
-    A hint only: a row whose key is found is checked by its whole hash where its shard compares, so a wrong file
+    """The sorted row keys of one version of a shard's store (``ROW_KEYS_FILE``), memory-mapped (the executor's
+    Python workers share them in the page cache), or none when they cannot be read. A hint only: a row whose key is found is checked by its whole hash where its shard compares, so a wrong file
     costs time (texts sent, or read again), never a wrong index."""
     path = folder / "documents" / version_name / ROW_KEYS_FILE
     try:
-        keys = load_npy(path, dtype="<u8")
-    except (IndexMismatchError, OSError):
+        if len(check_npy(path, dtype="<u8")) != 1:
+            return np.zeros(0, dtype=np.uint64)
+        keys: npt.NDArray[np.uint64] = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (IndexMismatchError, OSError, ValueError):
         return np.zeros(0, dtype=np.uint64)
-    return keys if keys.ndim == 1 else np.zeros(0, dtype=np.uint64)
+    return keys
 
 
 def read_shard_table(folder: Path, version_name: str) -> Any:
