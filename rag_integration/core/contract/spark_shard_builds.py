@@ -6,8 +6,8 @@ embeddings) and returns its statistics and, under ``auto``, its part of the lang
 and records them with the shard versions as one snapshot.
 
 With a snapshot, rows that are already in it travel without their text: where each row is read, its hash
-(SHA-256 over doc_id, text and metadata, computed by Spark) is looked up among the keys of its shard's snapshot
-version, and a row found there sends only its doc_id and hash. Each shard compares what arrives with its rows by
+(SHA-256 over its text's SHA-256, doc_id and metadata, computed by Spark) is looked up among the keys of its
+shard's snapshot version, and a row found there sends only its doc_id and hash. Each shard compares what arrives with its rows by
 the whole hash: an unchanged shard is kept as it is, a changed one writes its previous rows with the change
 applied, analysing only the new texts. A row taken for unchanged by its key that is not (a collision of 64 bits)
 is read again, by doc_id, in a job of its own. So a small edit moves a small part of the corpus, in one job.
@@ -165,7 +165,7 @@ def by_shard(frame: SparkFrame, job: ShardJob) -> SparkFrame:
 def _selected(frame: SparkFrame, job: ShardJob) -> SparkFrame:
     """The corpus's documents as columns: each one's shard (Spark's ``xxhash64`` of the doc_id, the same in every
     run and process) and the key that sends it to its shard's partition, doc_id, text, metadata (a struct of the
-    other fields, when there are any), the row hash (SHA-256 over doc_id, text and the metadata's JSON) and whether
+    other fields, when there are any), the row hash (SHA-256 over the text's SHA-256, doc_id and the metadata's JSON) and whether
     the text is sent (``_sifted`` withholds it)."""
     from pyspark.sql import functions
     from pyspark.sql.types import IntegralType, StringType, StructType
@@ -184,10 +184,13 @@ def _selected(frame: SparkFrame, job: ShardJob) -> SparkFrame:
     keys = functions.array(*[functions.lit(key).cast("long") for key in partition_keys(job.shards)])
     others = [name for name in fields if name not in ("doc_id", "text")]
     metadata = functions.struct(*[functions.col(column)[name].alias(name) for name in others])
-    # each of doc_id and text after its length: no two rows hash the same input
-    parts = [functions.length(doc_id).cast("string"), functions.lit(":"), doc_id]
-    parts += [functions.length(text).cast("string"), functions.lit(":"), text]
-    hashed = functions.concat(*parts, *([functions.to_json(metadata)] if others else []))
+    # the text's SHA-256 (32 bytes), then doc_id after its length, then the metadata's JSON: no two rows hash the
+    # same input, and the long text is hashed once, not copied into a joined string first
+    described = [functions.length(doc_id).cast("string"), functions.lit(":"), doc_id]
+    described += [functions.to_json(metadata)] if others else []
+    hashed = functions.concat(
+        functions.unhex(functions.sha2(text, 256)), functions.encode(functions.concat(*described), "UTF-8")
+    )
     return frame.select(
         functions.element_at(keys, (shard + 1).cast("int")).alias("partition_key"),
         shard.cast("int").alias("shard"),

@@ -56,10 +56,10 @@ DOCUMENTS_FILE = "documents.arrow"
 ROW_KEYS_FILE = "row_keys.npy"
 """Beside a shard's documents: the first 8 bytes of each row hash as sorted uint64, which a request reads to tell
 rows that may be unchanged (``shard_row_keys``)."""
-DOCUMENTS_KIND = "shard-documents-3"
+DOCUMENTS_KIND = "shard-documents-4"
 """The documents file's format: doc_id, text and metadata strings, each text's digest (``text_digests``) and each
-row's hash (``ROW_HASH_BYTES`` of SHA-256 over its doc_id, text and metadata, computed by Spark), sorted by
-doc_id."""
+row's hash (``ROW_HASH_BYTES`` of SHA-256 over its text's SHA-256, doc_id and metadata, computed by Spark), sorted
+by doc_id."""
 SNAPSHOT_KIND = "shard-snapshot"
 _DOCUMENT_COLUMNS = ("doc_id", "text", "metadata")
 DIGEST_COLUMN = "digest"
