@@ -343,6 +343,7 @@ def run_kits(
     module = folder / f"{CERTIFICATION_MODULE}.py"
     module.write_text(certification_module(kits), encoding="utf-8")
     arguments = [str(module), "-q", "-p", "no:cacheprovider", "--rootdir", str(folder)]
+    arguments += ["--basetemp", str(folder / "pytest")]  # the kits' tmp_path folders go with the run's folder
     arguments += ["-W", "ignore::pytest.PytestAssertRewriteWarning", *pytest_args]
     _RUNNING_KITS.clear()
     _RUNNING_KITS.update({kit.__name__: kit for kit in kits})
