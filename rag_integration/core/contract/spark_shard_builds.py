@@ -74,14 +74,16 @@ class _Written:
     """What ``shard_part`` returned, made under ``placed``: the shard's own sample's placement key (None if fixed)."""
     placed: tuple[str, ...] | None
     changed: bool = True
+    """False for a shard kept as its snapshot version."""
     sent: int = 0
     """How many of its rows reached it with their text."""
 
 
 @dataclass(frozen=True)
 class _Change:
-    """What a changed shard needs: the rows it takes from the frame (doc_id to row hash; None: all its rows, and
-    then nothing of ``version``) and the doc_ids of ``version`` that go (removed, or replaced by those rows)."""
+    """A changed shard's change: the version it applies to (None: the shard is written from its rows alone), the
+    rows to read again from the frame by doc_id (doc_id to row hash; None when the shard holds them already) and
+    the doc_ids of ``version`` that go (removed, or replaced by new rows)."""
 
     shard: int
     version: str | None
