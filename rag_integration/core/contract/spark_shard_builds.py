@@ -279,13 +279,18 @@ def _writer(
 
 
 def _shards_written(job: ShardJob, previous: Mapping[int, str], table: pa.Table) -> Iterator[Any]:
+    return _per_shard(job, table, lambda shard, part: _shard_written(job, shard, previous.get(shard), part))
+
+
+def _per_shard(job: ShardJob, table: pa.Table, write: Callable[[int, pa.Table], Any]) -> Iterator[Any]:
+    """``write(shard, rows)`` for each shard of a partition's rows, a typed error as its ``TaskFailure``."""
     _require_documents(table, job.column)
     shards = table.column("shard").to_numpy(zero_copy_only=False)
     numbers = np.unique(shards).tolist()
     for shard in numbers:  # a partition holds one shard (``partition_keys``): its table is not copied
         part = table if len(numbers) == 1 else table.take(np.flatnonzero(shards == shard))
         try:
-            yield _shard_written(job, shard, previous.get(shard), part)
+            yield write(shard, part)
         except ConnectorError as error:
             yield TaskFailure(error)
 
@@ -340,20 +345,12 @@ def _changed(frame: SparkFrame, job: ShardJob, changes: Mapping[int, _Change]) -
     keys = frame.sparkSession.createDataFrame(pa.table({"doc_id": pa.array(wanted, pa.string())}))
     rows = _selected(frame, job).join(functions.broadcast(keys), "doc_id", "left_semi")
 
-    def write(table: pa.Table) -> Iterator[_Written | TaskFailure]:
-        _require_documents(table, job.column)
-        shards = table.column("shard").to_numpy(zero_copy_only=False)
-        for shard in np.unique(shards).tolist():
-            try:
-                if shard not in changes:
-                    raise _frame_changed(job.column)
-                yield _change_written(
-                    job, changes[shard], _rows(table.take(np.flatnonzero(shards == shard)), job.column)
-                )
-            except ConnectorError as error:
-                yield TaskFailure(error)
+    def write(shard: int, part: pa.Table) -> _Written:
+        if shard not in changes:
+            raise _frame_changed(job.column)
+        return _change_written(job, changes[shard], _rows(part, job.column))
 
-    written: list[_Written] = _run(_spread(rows, job), _records(write))
+    written: list[_Written] = _run(_spread(rows, job), _records(lambda table: _per_shard(job, table, write)))
     if {item.shard for item in written} != set(changes):
         raise _frame_changed(job.column)
     return written

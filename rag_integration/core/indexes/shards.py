@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import logging
 import shutil
@@ -186,14 +187,11 @@ def documents_of(table: Any, path: Path, *, metadata: bool = True) -> Corpus:
     vouches for them, as it does for the analysed terms kept beside them. Without ``metadata``, text alone: what
     analysis and embedding read."""
     doc_ids, texts = table.column("doc_id").to_pylist(), table.column("text").to_pylist()
-    if metadata:
-        listed = table.column("metadata").to_pylist()
-        documents = [
-            Document(doc_id, text) if item == "{}" else Document(doc_id, text, _metadata(item, path))
-            for doc_id, text, item in zip(doc_ids, texts, listed, strict=True)
-        ]
-    else:
-        documents = [Document(doc_id, text) for doc_id, text in zip(doc_ids, texts, strict=True)]
+    listed = table.column("metadata").to_pylist() if metadata else itertools.repeat("{}")
+    documents = [
+        Document(doc_id, text) if item == "{}" else Document(doc_id, text, _metadata(item, path))
+        for doc_id, text, item in zip(doc_ids, texts, listed)
+    ]
     return Corpus.read_back(documents, table.column(DIGEST_COLUMN).to_pylist())
 
 
