@@ -28,7 +28,13 @@ HASHES = [bytes([number]) * ROW_HASH_BYTES for number in range(len(DOCUMENTS))]
 
 
 def written(folder: Path) -> str:
-    table = shard_table(Corpus(DOCUMENTS), ["{}", "{}", '{"year": 2020}'], HASHES)
+    rows = {
+        "doc_id": pa.array([document.doc_id for document in DOCUMENTS]),
+        "text": pa.array([document.text for document in DOCUMENTS]),
+        "metadata": pa.array(["{}", "{}", '{"year": 2020}']),
+        "row_hash": pa.array(HASHES, pa.binary()),
+    }
+    table = shard_table(pa.table(rows), Corpus(DOCUMENTS))
     return write_shard_table(folder, 0, table)
 
 

@@ -3,6 +3,7 @@ statistics, so the merged answers equal one index over the whole corpus on Pytho
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
@@ -22,13 +23,14 @@ from rag_integration.core.contract.spark_shard_builds import (
     _change_written,
     _merged,
     _selected,
+    _sorted_rows,
     by_shard,
     partition_keys,
     spark_hash,
 )
 from rag_integration.core.contract.spark_shards import ShardJob
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, MissingOptionError
-from rag_integration.core.indexes.shards import ROW_HASH_COLUMN, ROW_KEYS_FILE, SHARDS_FOLDER, row_keys
+from rag_integration.core.indexes.shards import ROW_KEYS_FILE, SHARDS_FOLDER, row_hashes, row_keys
 from rag_integration.core.options import OptionReader
 from rag_integration.evaluation.datasets import load_dataset
 from rag_integration.feature_groups.connectors.retrieve import (
@@ -213,7 +215,8 @@ def test_a_row_whose_key_is_found_but_not_its_hash_is_read_again(
     [edited_row] = [row for row in _selected(frame, job).collect() if row["doc_id"] == "d03"]
     folder = next((tmp_path / SHARDS_FOLDER).glob(f"*/2-shards/shard-{edited_row['shard']}/documents"))
     keys_file = folder / (folder / "CURRENT").read_text(encoding="ascii").strip() / ROW_KEYS_FILE
-    planted = np.append(np.load(keys_file), row_keys(pa.array([edited_row[ROW_HASH_COLUMN]], pa.binary(32))))
+    edited_hash = row_hashes(["d03"], ["w3 moon"], ["{}"])
+    planted = np.append(np.load(keys_file), row_keys(pa.array(edited_hash, pa.binary(32))))
     np.save(keys_file, np.sort(planted))
     with caplog.at_level("INFO", logger="rag_integration"):
         found = sharded(frame, {**options, "index_dir": str(tmp_path)})
@@ -227,8 +230,43 @@ def test_a_frame_that_gives_other_rows_when_read_again_is_a_typed_error(tmp_path
     change = _Change(0, None, {"d1": b"h" * 32}, frozenset())
     settings = Bm25sRetriever.read_settings(OptionReader({"retrieve_backend": "bm25s"}))
     job = ShardJob(Bm25sRetriever, settings, settings.index, tmp_path, 2, COLUMN, "en")
+    rows = {"doc_id": ["d1"], "text": ["other text"], "metadata": ["{}"], "row_hash": [b"x" * 32]}
     with pytest.raises(InvalidOptionError, match="same rows each time it is read"):
-        _change_written(job, change, [("d1", "other text", "{}", b"x" * 32)])
+        _change_written(job, change, pa.table(rows))
+
+
+def test_no_two_rows_hash_the_same_input() -> None:
+    """A row's hash reads its text's SHA-256, its doc_id after its length in characters and its metadata JSON: moving
+    characters between doc_id and metadata, or changing any part, changes it; the same row hashes the same."""
+    rows = [
+        ("a", "text", "{}"),
+        ("a", "text", '{"k": 1}'),
+        ("a{", "text", '"k": 1}'),
+        ("ab", "text", "{}"),
+        ("a", "text ", "{}"),
+        ("海", "text", "{}"),
+        ("\U0001f600", "text", "{}"),
+        ("", "", "{}"),
+    ]
+    hashes = row_hashes(*map(list, zip(*rows)))
+    assert len(set(hashes)) == len(rows) and all(len(row_hash) == 32 for row_hash in hashes)
+    assert row_hashes(*map(list, zip(*rows))) == hashes
+    inner = hashlib.sha256(b"text").digest()
+    assert hashes[5] == hashlib.sha256(inner + "1:海{}".encode()).digest()
+
+
+def test_a_shards_rows_are_sorted_as_python_sorts_doc_ids_and_the_least_repeated_one_is_named() -> None:
+    """Arrow sorts strings by their UTF-8 bytes: the order of code points, which is how Python sorts doc_ids (and
+    how a shard's file keeps them), across scripts and outside the Basic Multilingual Plane."""
+    doc_ids = ["z", "é", "海", "a", "😀", "Z", "ﬀ", "a1", "؀"]
+    table = pa.table({"doc_id": doc_ids, "text": [f"t{i}" for i in range(len(doc_ids))], "row_hash": [b"h"] * 9})
+    rows = _sorted_rows(table, COLUMN)
+    assert rows.column("doc_id").to_pylist() == sorted(doc_ids)
+    assert rows.column("text").to_pylist() == [f"t{doc_ids.index(doc_id)}" for doc_id in sorted(doc_ids)]
+    assert rows.column("metadata").to_pylist() == ["{}"] * len(doc_ids)
+    repeated = pa.table({"doc_id": ["b", "海", "a", "海", "b"], "text": ["x"] * 5, "row_hash": [b"h"] * 5})
+    with pytest.raises(ConnectorError, match="duplicate doc_id 'b'"):
+        _sorted_rows(repeated, COLUMN)
 
 
 def test_a_broken_snapshot_is_built_again(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -371,6 +409,20 @@ def test_a_bad_row_is_the_typed_error_of_the_executor_that_read_it(tmp_path: Pat
     twice = corpus_frame([{"doc_id": "a", "text": "oil"}, {"doc_id": "a", "text": "gas"}], 2)
     with pytest.raises(ConnectorError, match="duplicate doc_id 'a'"):
         sharded(twice, options)
+
+
+def test_a_bad_row_in_an_edited_corpus_is_a_typed_error_too(tmp_path: Path) -> None:
+    """With a snapshot, rows are hashed where they are read: a row that cannot be hashed (no text, metadata that is
+    not JSON) travels with its text to its shard, whose task names what is wrong with it."""
+    options = {"retrieve_backend": "bm25s", "query_text": "oil", "index_shards": 2, "index_dir": str(tmp_path)}
+    documents = [{"doc_id": f"d{i}", "text": f"oil {i}", "year": 2000 + i} for i in range(6)]
+    sharded(corpus_frame(documents, 2), options)
+    not_json = [*documents[:-1], {"doc_id": "d5", "text": "oil 5", "year": float("nan")}]
+    with pytest.raises(InvalidOptionError, match=r"d5.*JSON values"):
+        sharded(corpus_frame(not_json, 2), options)
+    without_text = [*documents[:-1], {"doc_id": "d5", "text": None, "year": 2005}]
+    with pytest.raises(InvalidOptionError, match="text"):
+        sharded(corpus_frame(without_text, 2), options)
 
 
 LARGE_CORPUS_RUN = """

@@ -18,7 +18,6 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
-import itertools
 import json
 import logging
 import pickle
@@ -41,8 +40,10 @@ from rag_integration.core.indexes.shards import (
     ShardSet,
     documents_of,
     metadata_json,
+    plain_documents,
     read_shard_documents,
     read_shard_table,
+    row_hashes,
     row_keys,
     shard_folder,
     shard_row_keys,
@@ -60,8 +61,6 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructField
 
 LOGGER = logging.getLogger("rag_integration")
-Rows = list[tuple[str, str, str, bytes]]
-"""A shard's rows from the frame: doc_id, text, metadata JSON and row hash."""
 
 
 @dataclass(frozen=True)
@@ -167,8 +166,8 @@ def by_shard(frame: SparkFrame, job: ShardJob) -> SparkFrame:
 def _selected(frame: SparkFrame, job: ShardJob) -> SparkFrame:
     """The corpus's documents as columns: each one's shard (Spark's ``xxhash64`` of the doc_id, the same in every
     run and process) and the key that sends it to its shard's partition, doc_id, text, metadata (a struct of the
-    other fields, when there are any), the row hash (SHA-256 over the text's SHA-256, doc_id and the metadata's JSON) and whether
-    the text is sent (``_sifted`` withholds it)."""
+    other fields, when there are any), the row hash (``row_hashes``: null until Python has the row, in ``_sifted``
+    or its shard's task) and whether the text is sent (``_sifted`` withholds it)."""
     from pyspark.sql import functions
     from pyspark.sql.types import IntegralType, StringType, StructType
 
@@ -186,13 +185,6 @@ def _selected(frame: SparkFrame, job: ShardJob) -> SparkFrame:
     keys = functions.array(*[functions.lit(key).cast("long") for key in partition_keys(job.shards)])
     others = [name for name in fields if name not in ("doc_id", "text")]
     metadata = functions.struct(*[functions.col(column)[name].alias(name) for name in others])
-    # the text's SHA-256 (32 bytes), then doc_id after its length, then the metadata's JSON: no two rows hash the
-    # same input, and the long text is hashed once, not copied into a joined string first
-    described = [functions.length(doc_id).cast("string"), functions.lit(":"), doc_id]
-    described += [functions.to_json(metadata)] if others else []
-    hashed = functions.concat(
-        functions.unhex(functions.sha2(text, 256)), functions.encode(functions.concat(*described), "UTF-8")
-    )
     return frame.select(
         functions.element_at(keys, (shard + 1).cast("int")).alias("partition_key"),
         shard.cast("int").alias("shard"),
@@ -200,7 +192,7 @@ def _selected(frame: SparkFrame, job: ShardJob) -> SparkFrame:
         text.alias("text"),
         functions.col(column).isNull().alias("missing"),
         *([metadata.alias("metadata")] if others else []),
-        functions.unhex(functions.sha2(hashed, 256)).alias(ROW_HASH_COLUMN),
+        functions.lit(None).cast("binary").alias(ROW_HASH_COLUMN),
         functions.lit(True).alias("sent"),
     )
 
@@ -212,8 +204,8 @@ def _spread(selected: SparkFrame, job: ShardJob) -> SparkFrame:
 
 
 def _sifted(selected: SparkFrame, job: ShardJob, previous: Mapping[int, str]) -> SparkFrame:
-    """``selected`` where each row is read, the text and metadata of every row whose key is among its shard's keys
-    in the snapshot withheld (``sent`` false): those rows cross the shuffle as doc_id and hash alone."""
+    """``selected`` where each row is read, with its hash, the text and metadata of every row whose key is among its
+    shard's keys in the snapshot withheld (``sent`` false): those rows cross the shuffle as doc_id and hash alone."""
     import pyarrow as pa
     from pyspark.sql.types import StructType
 
@@ -221,6 +213,7 @@ def _sifted(selected: SparkFrame, job: ShardJob, previous: Mapping[int, str]) ->
         import pyarrow.compute as pc
 
         for batch in batches:
+            batch = _hashed(batch, job.column)
             keys = row_keys(batch.column(ROW_HASH_COLUMN))
             shards = batch.column("shard").to_numpy(zero_copy_only=False)
             found = np.zeros(batch.num_rows, dtype=bool)
@@ -254,6 +247,37 @@ def _nullable(field: StructField) -> StructField:
     from pyspark.sql.types import StructField
 
     return StructField(field.name, field.dataType, nullable=True) if field.name in ("text", "metadata") else field
+
+
+def _hashed(batch: pa.RecordBatch, column: str) -> pa.RecordBatch:
+    """``batch`` with the hash of each row that has a doc_id and text and metadata of JSON values (the others keep a
+    null hash: they travel with their text, and their shard's task names what is wrong with them)."""
+    import pyarrow as pa
+
+    doc_ids, texts = batch.column("doc_id").to_pylist(), batch.column("text").to_pylist()
+    described: list[str | None] = ["{}"] * len(doc_ids)
+    if "metadata" in batch.schema.names:
+        described = [
+            _described(doc_id, values, column) for doc_id, values in zip(doc_ids, batch.column("metadata").to_pylist())
+        ]
+    rows = [
+        (position, doc_id, text, listed)
+        for position, (doc_id, text, listed) in enumerate(zip(doc_ids, texts, described, strict=True))
+        if doc_id is not None and text is not None and listed is not None
+    ]
+    hashes: list[bytes | None] = [None] * len(doc_ids)
+    made = row_hashes([row[1] for row in rows], [row[2] for row in rows], [row[3] for row in rows])
+    for (position, *_), row_hash in zip(rows, made, strict=True):
+        hashes[position] = row_hash
+    index = batch.schema.get_field_index(ROW_HASH_COLUMN)
+    return batch.set_column(index, ROW_HASH_COLUMN, pa.array(hashes, pa.binary()))
+
+
+def _described(doc_id: str | None, values: dict[str, Any] | None, column: str) -> str | None:
+    try:
+        return metadata_json(Document(doc_id or "", "", values or {}), column)
+    except InvalidOptionError:
+        return None
 
 
 @functools.lru_cache(maxsize=256)
@@ -304,7 +328,7 @@ def _shard_written(job: ShardJob, shard: int, version: str | None, part: pa.Tabl
     if pc.any(pc.and_(part.column("sent"), part.column("text").is_null())).as_py():
         raise InvalidOptionError(f"{column}.text", None, "a string text in every row")
     if pc.count_distinct(part.column("doc_id")).as_py() != part.num_rows:
-        raise DuplicateDocIdError(column, min(_repeated(part.column("doc_id").to_pylist())))
+        _require_unique(part.column("doc_id").take(pc.sort_indices(part.column("doc_id"))), column)
     folder = shard_folder(job.root, shard)
     sent = int(pc.sum(part.column("sent")).as_py() or 0)
     stored = None
@@ -327,12 +351,17 @@ def _shard_written(job: ShardJob, shard: int, version: str | None, part: pa.Tabl
     if wanted.num_rows and not pc.all(wanted.column("sent")).as_py():
         listed = zip(wanted.column("doc_id").to_pylist(), wanted.column(ROW_HASH_COLUMN).to_pylist(), strict=True)
         return dataclasses.replace(change, wanted=dict(listed))
-    return dataclasses.replace(_change_written(job, change, _rows(wanted, column), stored), sent=sent)
+    return dataclasses.replace(_change_written(job, change, _sorted_rows(wanted, column), stored), sent=sent)
 
 
-def _repeated(doc_ids: list[str]) -> list[str]:
-    ordered = sorted(doc_ids)
-    return [first for first, second in itertools.pairwise(ordered) if first == second]
+def _require_unique(doc_ids: pa.ChunkedArray, column: str) -> None:
+    """Sorted doc_ids without a repeat, or the error naming the least repeated one."""
+    import pyarrow.compute as pc
+
+    if len(doc_ids) > 1:
+        same = pc.equal(doc_ids[:-1], doc_ids[1:])
+        if pc.any(same).as_py():
+            raise DuplicateDocIdError(column, doc_ids[pc.index(same, True).as_py()].as_py())
 
 
 def _changed(frame: SparkFrame, job: ShardJob, changes: Mapping[int, _Change]) -> list[_Written]:
@@ -348,7 +377,7 @@ def _changed(frame: SparkFrame, job: ShardJob, changes: Mapping[int, _Change]) -
     def write(shard: int, part: pa.Table) -> _Written:
         if shard not in changes:
             raise _frame_changed(job.column)
-        return _change_written(job, changes[shard], _rows(part, job.column))
+        return _change_written(job, changes[shard], _sorted_rows(part, job.column))
 
     written: list[_Written] = _run(_spread(rows, job), _records(lambda table: _per_shard(job, table, write)))
     if {item.shard for item in written} != set(changes):
@@ -380,18 +409,25 @@ def _records(
     return run
 
 
-def _rows(table: pa.Table, column: str) -> Rows:
-    """A shard's rows as (doc_id, text, metadata JSON, row hash), each checked as ``read_document`` checks a
-    document dict."""
+def _sorted_rows(table: pa.Table, column: str) -> pa.Table:
+    """A shard's rows from the frame as doc_id, text, metadata JSON and row hash (null where the sift did not hash
+    it), sorted by doc_id (UTF-8's byte order is the code point order Python sorts by), each checked as
+    ``read_document`` checks a document dict."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if table.column("text").null_count:
         raise InvalidOptionError(f"{column}.text", None, "a string text in every row")
-    doc_ids, texts = table.column("doc_id").to_pylist(), table.column("text").to_pylist()
+    table = table.take(pc.sort_indices(table.column("doc_id")))
+    doc_ids = table.column("doc_id")
+    _require_unique(doc_ids, column)
     if "metadata" in table.column_names:
-        listed = table.column("metadata").to_pylist()
-        metadata = [metadata_json(Document(doc_id, "", values), column) for doc_id, values in zip(doc_ids, listed)]
+        listed, names = table.column("metadata").to_pylist(), doc_ids.to_pylist()
+        metadata = [metadata_json(Document(doc_id, "", values), column) for doc_id, values in zip(names, listed)]
     else:
-        metadata = ["{}"] * len(doc_ids)
-    return list(zip(doc_ids, texts, metadata, table.column(ROW_HASH_COLUMN).to_pylist(), strict=True))
+        metadata = ["{}"] * table.num_rows
+    columns = {"doc_id": doc_ids, "text": table.column("text"), "metadata": pa.array(metadata, pa.string())}
+    return pa.table({**columns, ROW_HASH_COLUMN: table.column(ROW_HASH_COLUMN)})
 
 
 def _require_documents(table: pa.Table, column: str) -> None:
@@ -403,22 +439,22 @@ def _require_documents(table: pa.Table, column: str) -> None:
         raise InvalidOptionError(f"{column}.doc_id", None, "a str or int doc_id in every row")
 
 
-def _change_written(job: ShardJob, change: _Change, rows: Rows, stored: pa.Table | None = None) -> _Written:
-    """A shard written as ``rows`` (sorted by doc_id here), or as its previous version's rows (``stored``, else
-    read) without the dropped ones and with ``rows``; the frame must give exactly the rows a change asked for."""
+def _change_written(job: ShardJob, change: _Change, rows: pa.Table, stored: pa.Table | None = None) -> _Written:
+    """A shard written as ``rows`` (``_sorted_rows``), or as its previous version's rows (``stored``, else read)
+    without the dropped ones and with ``rows``; the frame must give exactly the rows a change asked for."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    rows.sort()
-    for first, second in itertools.pairwise(rows):
-        if first[0] == second[0]:
-            raise DuplicateDocIdError(job.column, first[0])
-    if change.wanted is not None and {row[0]: row[3] for row in rows} != change.wanted:
+    doc_ids, texts = rows.column("doc_id").to_pylist(), rows.column("text").to_pylist()
+    if rows.column(ROW_HASH_COLUMN).null_count:  # rows the sift did not hash: all of them in a first build
+        hashes = row_hashes(doc_ids, texts, rows.column("metadata").to_pylist())
+        rows = rows.set_column(rows.schema.get_field_index(ROW_HASH_COLUMN), ROW_HASH_COLUMN, pa.array(hashes))
+    if change.wanted is not None and dict(zip(doc_ids, rows.column(ROW_HASH_COLUMN).to_pylist())) != change.wanted:
         raise _frame_changed(job.column)
     # Arrow's UTF-8 decodes to valid text; a Corpus computes the text digests once for the sample and the analysis
-    documents = Corpus.part_of([Document(doc_id, text) for doc_id, text, *_ in rows], range(len(rows)))
-    table = shard_table(documents, [row[2] for row in rows], [row[3] for row in rows])
-    rows.clear()
+    documents = Corpus.part_of(plain_documents(doc_ids, texts), range(len(doc_ids)))
+    texts.clear()
+    table = shard_table(rows, documents)
     folder = shard_folder(job.root, change.shard)
     if change.version is not None:
         previous = read_shard_table(folder, change.version) if stored is None else stored

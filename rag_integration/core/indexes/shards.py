@@ -57,15 +57,15 @@ DOCUMENTS_FILE = "documents.arrow"
 ROW_KEYS_FILE = "row_keys.npy"
 """Beside a shard's documents: the first 8 bytes of each row hash as sorted uint64, which a request reads to tell
 rows that may be unchanged (``shard_row_keys``)."""
-DOCUMENTS_KIND = "shard-documents-4"
+DOCUMENTS_KIND = "shard-documents-5"
 """The documents file's format: doc_id, text and metadata strings, each text's digest (``text_digests``) and each
-row's hash (``ROW_HASH_BYTES`` of SHA-256 over its text's SHA-256, doc_id and metadata, computed by Spark), sorted
-by doc_id."""
+row's hash (``row_hashes``), sorted by doc_id."""
 SNAPSHOT_KIND = "shard-snapshot"
 _DOCUMENT_COLUMNS = ("doc_id", "text", "metadata")
 DIGEST_COLUMN = "digest"
 ROW_HASH_COLUMN = "row_hash"
 ROW_HASH_BYTES = 32
+_NO_METADATA = Document._field_defaults["metadata"]
 
 
 def shard_folder(root: Path, shard: int) -> Path:
@@ -87,18 +87,33 @@ def metadata_json(document: Document, option: str) -> str:
         raise InvalidOptionError(f"{option} (doc_id {document.doc_id!r})", str(error), expected) from None
 
 
-def shard_table(documents: Corpus, metadata: Sequence[str], row_hashes: Sequence[bytes]) -> Any:
-    """A shard's rows as its documents file holds them: ``documents`` sorted by doc_id by the caller, with their
-    ``metadata`` JSON, text digests and row hashes."""
+def shard_table(rows: Any, documents: Corpus) -> Any:
+    """A shard's rows as its documents file holds them: ``rows`` (Arrow doc_id, text and metadata JSON strings and
+    row hashes, sorted by doc_id by the caller) with the text digests of ``documents``, the same rows read."""
     pa = require_module("pyarrow", "pyarrow", "frameworks")
-    columns = ([document.doc_id for document in documents], [document.text for document in documents], metadata)
     return pa.table(
         {
-            **{name: pa.array(values, pa.large_string()) for name, values in zip(_DOCUMENT_COLUMNS, columns)},
+            **{name: rows.column(name).cast(pa.large_string()) for name in _DOCUMENT_COLUMNS},
             DIGEST_COLUMN: pa.array(text_digests(documents), pa.binary(TEXT_DIGEST_BYTES)),
-            ROW_HASH_COLUMN: pa.array(row_hashes, pa.binary(ROW_HASH_BYTES)),
+            ROW_HASH_COLUMN: rows.column(ROW_HASH_COLUMN).cast(pa.binary(ROW_HASH_BYTES)),
         }
     )
+
+
+def row_hashes(doc_ids: Sequence[str], texts: Sequence[str], metadata: Sequence[str]) -> list[bytes]:
+    """Each row's hash, what tells a corpus row unchanged: SHA-256 over its text's SHA-256, then its doc_id after its
+    length, then its metadata JSON (``metadata_json``), so no two rows hash the same input. Computed in Python where a
+    row's text first is (Spark's hashing cost a cold build more than the whole of this)."""
+    sha256 = hashlib.sha256
+    return [
+        sha256(sha256(text.encode("utf-8")).digest() + f"{len(doc_id)}:{doc_id}{listed}".encode()).digest()
+        for doc_id, text, listed in zip(doc_ids, texts, metadata, strict=True)
+    ]
+
+
+def plain_documents(doc_ids: Sequence[str], texts: Sequence[str]) -> list[Document]:
+    """Documents without metadata, made without Python-level construction per document (a shard has millions)."""
+    return list(map(Document._make, zip(doc_ids, texts, itertools.repeat(_NO_METADATA))))
 
 
 def write_shard_table(folder: Path, shard: int, table: Any, *, keep_same: bool = True) -> str:
@@ -133,9 +148,8 @@ def row_keys(hashes: Any) -> npt.NDArray[np.uint64]:
     array = hashes.combine_chunks() if isinstance(hashes, pa.ChunkedArray) else hashes
     if not isinstance(array.type, pa.FixedSizeBinaryType):
         array = pc.binary_slice(array, 0, 8).cast(pa.binary(8))
-    width = array.type.byte_width
-    data = np.frombuffer(array.buffers()[1], dtype=np.uint8)[array.offset * width : (array.offset + len(array)) * width]
-    return np.ascontiguousarray(data.reshape(-1, width)[:, :8]).view("<u8").ravel().astype(np.uint64)
+    data = np.frombuffer(_fixed_width_bytes(array), dtype=np.uint8).reshape(-1, array.type.byte_width)
+    return np.ascontiguousarray(data[:, :8]).view("<u8").ravel().astype(np.uint64)
 
 
 def shard_row_keys(folder: Path, version_name: str) -> npt.NDArray[np.uint64]:
@@ -187,12 +201,27 @@ def documents_of(table: Any, path: Path, *, metadata: bool = True) -> Corpus:
     vouches for them, as it does for the analysed terms kept beside them. Without ``metadata``, text alone: what
     analysis and embedding read."""
     doc_ids, texts = table.column("doc_id").to_pylist(), table.column("text").to_pylist()
-    listed = table.column("metadata").to_pylist() if metadata else itertools.repeat("{}")
-    documents = [
-        Document(doc_id, text) if item == "{}" else Document(doc_id, text, _metadata(item, path))
-        for doc_id, text, item in zip(doc_ids, texts, listed)
-    ]
-    return Corpus.read_back(documents, table.column(DIGEST_COLUMN).to_pylist())
+    if metadata:
+        listed = table.column("metadata").to_pylist()
+        values = [_NO_METADATA if item == "{}" else _metadata(item, path) for item in listed]
+        documents = list(map(Document._make, zip(doc_ids, texts, values)))
+    else:
+        documents = plain_documents(doc_ids, texts)
+    return Corpus.read_back(documents, fixed_width_values(table.column(DIGEST_COLUMN)))
+
+
+def fixed_width_values(column: Any) -> list[bytes]:
+    """The values of a non-null fixed-size binary column, sliced from its buffer: ``to_pylist`` makes each one
+    through a scalar, a third of a second for a shard's digests."""
+    array = column.combine_chunks()
+    width, data = array.type.byte_width, bytes(_fixed_width_bytes(array))
+    return [data[start : start + width] for start in range(0, len(data), width)]
+
+
+def _fixed_width_bytes(array: Any) -> memoryview:
+    """The value bytes of a fixed-size binary array (its data buffer from its offset, nulls' slots included)."""
+    width = array.type.byte_width
+    return memoryview(array.buffers()[1])[array.offset * width : (array.offset + len(array)) * width]
 
 
 def read_shard_documents(folder: Path, version_name: str) -> Corpus:
