@@ -3,6 +3,7 @@ build from scratch rank alike."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import operator
@@ -16,6 +17,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from rag_integration.core.errors import IndexMismatchError
+from rag_integration.core.indexes.bm25_model import Bm25Model, Postings, QueryScorer
 from rag_integration.core.ranking.bm25_scores import CorpusStatistics, TermCountArrays, bm25_scores
 from rag_integration.feature_groups.connectors.retrieve.bm25s_retriever import BM25_METHODS
 
@@ -103,3 +105,40 @@ def test_shards_scored_with_summed_statistics_are_the_rows_of_one_index(
 def test_statistics_of_different_vocabularies_do_not_add() -> None:
     with pytest.raises(IndexMismatchError, match="index_shards"):
         CorpusStatistics.of(counts_of([[1]], 3)) + CorpusStatistics.of(counts_of([[1]], 4))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    documents=corpora,
+    method=st.sampled_from(BM25_METHODS),
+    query=st.lists(st.integers(0, 12), max_size=8),
+    mask=st.one_of(st.none(), st.lists(st.booleans(), min_size=25, max_size=25)),
+)
+def test_the_model_scores_a_query_as_bm25s_does(
+    documents: list[list[int]], method: str, query: list[int], mask: list[bool] | None
+) -> None:
+    """Repeated and absent terms, every variant, with and without a filter: the same float32 bits as bm25s."""
+    vocabulary = {"": 0, **{f"t{term}": term for term in range(1, 13)}}
+    model = Bm25Model.from_counts(counts_of(documents, len(vocabulary)), vocabulary, method, 1.2, 0.75)
+    weights = None if mask is None else np.asarray(mask[: len(documents)], dtype=np.float32)
+    ours = QueryScorer.of(Postings.of(model.retriever)).scores(query, weight_mask=weights)
+    raw = model.retriever.get_scores_from_ids(query, weight_mask=weights)
+    assert ours.dtype == raw.dtype
+    assert ours.tobytes() == raw.tobytes()
+
+
+@settings(max_examples=40, deadline=None)
+@given(documents=corpora, query=st.lists(st.integers(0, 12), max_size=30), capacity=st.integers(25, 60))
+def test_a_long_query_is_scored_in_chunks_of_terms_as_one(
+    documents: list[list[int]], query: list[int], capacity: int
+) -> None:
+    """Past the postings one query gathers at once, its terms go in chunks, in order: the same bits."""
+    vocabulary = {"": 0, **{f"t{term}": term for term in range(1, 13)}}
+    model = Bm25Model.from_counts(counts_of(documents, len(vocabulary)), vocabulary, "lucene", 1.2, 0.75)
+    postings = Postings.of(model.retriever)
+    postings = dataclasses.replace(postings, capacity=max(capacity, int(postings.lengths.max())))
+    chunks = postings.chunks(np.asarray(query, dtype=np.int32))
+    assert [term for chunk in chunks for term in chunk.tolist()] == query
+    scorer = QueryScorer.of(postings)
+    scorer.scores([1, 2, 3])  # what the scorer held before is cleared
+    assert scorer.scores(query).tobytes() == model.retriever.get_scores_from_ids(query).tobytes()

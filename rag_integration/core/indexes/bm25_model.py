@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 QUERIES_PER_TASK = 64
 """Queries one pool task scores: enough that handing out tasks costs nothing next to the scoring."""
+GATHERED_POSTINGS = 1 << 20
+"""Most postings a query gathers at once (8 MiB with float32 scores), beyond its longest term's."""
 
 
 @dataclass(frozen=True)
@@ -77,16 +79,109 @@ class Bm25Model:
     def search(self, query_ids: list[list[int]], depth: int, allowed: AllowedMask, threads: int) -> list[Hits]:
         """bm25s's scores of each query (its term ids, repeats kept), its top hits picked among the positive ones
         (exactly bm25s's ranking at a fraction of its selection cost). On several threads, slices of queries are
-        scored on a pool as raw bm25s does: the scoring and selection run mostly outside the GIL, and each score
-        is bm25s's own sum, so the hits do not depend on the thread count."""
+        scored on a pool as raw bm25s does; each score is bm25s's own sum (``QueryScorer``), so the hits do not
+        depend on the thread count."""
         weight_mask = None if allowed is None else allowed.astype(np.float32)
-        score = self.retriever.get_scores_from_ids
+        postings = Postings.of(self.retriever)
 
         def hits(block: list[list[int]]) -> list[Hits]:
-            return [best_positive_hits(score(ids, weight_mask=weight_mask), depth) if ids else [] for ids in block]
+            scorer = QueryScorer.of(postings)
+            return [best_positive_hits(scorer.scores(ids, weight_mask), depth) if ids else [] for ids in block]
 
         if threads == 1 or len(query_ids) <= QUERIES_PER_TASK:
             return hits(query_ids)
         blocks = [query_ids[start : start + QUERIES_PER_TASK] for start in range(0, len(query_ids), QUERIES_PER_TASK)]
         with ThreadPoolExecutor(max_workers=threads) as pool:
             return [found for block_hits in pool.map(hits, blocks) for found in block_hits]
+
+
+@dataclass(frozen=True)
+class Postings:
+    """A ``bm25s.BM25``'s score arrays as SciPy's sparse loops take them (one index type), each term's posting
+    count, and the most postings one query gathers at once (a longer query is scored in chunks of terms)."""
+
+    indptr: npt.NDArray[Any]
+    indices: npt.NDArray[Any]
+    data: npt.NDArray[Any]
+    lengths: npt.NDArray[np.int64]
+    documents: int
+    nonoccurrence: npt.NDArray[Any] | None
+    id_type: np.dtype[Any]
+    capacity: int
+
+    @classmethod
+    def of(cls, retriever: bm25s.BM25) -> Postings:
+        scores = retriever.scores
+        data, indices, indptr = scores["data"], scores["indices"], scores["indptr"]
+        kind = np.dtype(np.int32 if len(indices) < np.iinfo(np.int32).max else np.int64)
+        lengths = np.diff(indptr).astype(np.int64)
+        capacity = max(int(lengths.max(initial=0)), GATHERED_POSTINGS)
+        return cls(
+            indptr.astype(kind),
+            indices.astype(kind, copy=False),
+            data,
+            lengths,
+            scores["num_docs"],
+            retriever.nonoccurrence_array,
+            np.dtype(retriever.int_dtype),
+            capacity,
+        )
+
+    def chunks(self, ids: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:
+        """``ids`` in order, cut where their postings would pass ``capacity``."""
+        sizes = self.lengths[ids]
+        if int(sizes.sum()) <= self.capacity:
+            return [ids]
+        chunks, start, held = [], 0, 0
+        for position, size in enumerate(sizes.tolist()):
+            if held + size > self.capacity:
+                chunks.append(ids[start:position])
+                start, held = position, 0
+            held += size
+        chunks.append(ids[start:])
+        return chunks
+
+
+@dataclass
+class QueryScorer:
+    """One thread's scoring of queries one after another, in arrays it reuses (a fresh scores array per query
+    cost more than the scoring): the scores and room for a query's gathered postings."""
+
+    postings: Postings
+    scores_array: npt.NDArray[Any]
+    gathered_indices: npt.NDArray[Any]
+    gathered_data: npt.NDArray[Any]
+
+    @classmethod
+    def of(cls, postings: Postings) -> QueryScorer:
+        data, kind = postings.data.dtype, postings.indices.dtype
+        return cls(postings, np.zeros(postings.documents, dtype=data), np.empty(0, kind), np.empty(0, data))
+
+    def scores(self, query_ids: list[int], weight_mask: npt.NDArray[np.float32] | None = None) -> npt.NDArray[Any]:
+        """``bm25s.BM25.get_scores_from_ids``, bit for bit, valid until the next query: each term's documents,
+        which are distinct, get its float32 score added, term after term in the query's order. SciPy's compiled
+        sparse loops do it with the GIL released, in two calls per query (bm25s's ``np.add.at`` per term holds
+        the GIL, so a second thread only queued behind the first): the query's postings gathered in order
+        (``csr_row_index``), then added as one sparse column (``csc_matvec``)."""
+        postings, sparse, scores = self.postings, _sparse_loops(), self.scores_array
+        scores.fill(0.0)
+        ids = np.asarray(query_ids, dtype=postings.indices.dtype)
+        for chunk in postings.chunks(ids):
+            size = int(postings.lengths[chunk].sum())
+            if size > len(self.gathered_indices):
+                self.gathered_indices = np.empty(size, dtype=postings.indices.dtype)
+                self.gathered_data = np.empty(size, dtype=postings.data.dtype)
+            indices, data = self.gathered_indices[:size], self.gathered_data[:size]
+            sparse.csr_row_index(len(chunk), chunk, postings.indptr, postings.indices, postings.data, indices, data)
+            span, one = np.array([0, size], dtype=indices.dtype), np.ones(1, dtype=data.dtype)
+            sparse.csc_matvec(len(scores), 1, span, indices, data, one, scores)
+        if postings.nonoccurrence is not None:
+            scores += postings.nonoccurrence[np.asarray(query_ids, dtype=postings.id_type)].sum()
+        if weight_mask is not None:
+            scores *= weight_mask
+        return scores
+
+
+def _sparse_loops() -> Any:
+    """SciPy's compiled sparse loops, called directly: a matrix object per query costs more than its scores."""
+    return require_module("scipy.sparse._sparsetools", "bm25s", "connectors")
