@@ -108,6 +108,7 @@ class Postings:
     nonoccurrence: npt.NDArray[Any] | None
     id_type: np.dtype[Any]
     capacity: int
+    one: npt.NDArray[Any]
 
     @classmethod
     def of(cls, retriever: bm25s.BM25) -> Postings:
@@ -125,6 +126,7 @@ class Postings:
             retriever.nonoccurrence_array,
             np.dtype(retriever.int_dtype),
             capacity,
+            np.ones(1, dtype=data.dtype),
         )
 
     def chunks(self, ids: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:
@@ -151,11 +153,14 @@ class QueryScorer:
     scores_array: npt.NDArray[Any]
     gathered_indices: npt.NDArray[Any]
     gathered_data: npt.NDArray[Any]
+    loops: Any
+    """SciPy's compiled sparse loops, called directly: a matrix object per query costs more than its scores."""
 
     @classmethod
     def of(cls, postings: Postings) -> QueryScorer:
         data, kind = postings.data.dtype, postings.indices.dtype
-        return cls(postings, np.zeros(postings.documents, dtype=data), np.empty(0, kind), np.empty(0, data))
+        loops = require_module("scipy.sparse._sparsetools", "bm25s", "connectors")
+        return cls(postings, np.zeros(postings.documents, dtype=data), np.empty(0, kind), np.empty(0, data), loops)
 
     def scores(self, query_ids: list[int], weight_mask: npt.NDArray[np.float32] | None = None) -> npt.NDArray[Any]:
         """``bm25s.BM25.get_scores_from_ids``, bit for bit, valid until the next query: each term's documents,
@@ -163,25 +168,28 @@ class QueryScorer:
         sparse loops do it with the GIL released, in two calls per query (bm25s's ``np.add.at`` per term holds
         the GIL, so a second thread only queued behind the first): the query's postings gathered in order
         (``csr_row_index``), then added as one sparse column (``csc_matvec``)."""
-        postings, sparse, scores = self.postings, _sparse_loops(), self.scores_array
+        postings, scores = self.postings, self.scores_array
         scores.fill(0.0)
         ids = np.asarray(query_ids, dtype=postings.indices.dtype)
-        for chunk in postings.chunks(ids):
-            size = int(postings.lengths[chunk].sum())
-            if size > len(self.gathered_indices):
-                self.gathered_indices = np.empty(size, dtype=postings.indices.dtype)
-                self.gathered_data = np.empty(size, dtype=postings.data.dtype)
-            indices, data = self.gathered_indices[:size], self.gathered_data[:size]
-            sparse.csr_row_index(len(chunk), chunk, postings.indptr, postings.indices, postings.data, indices, data)
-            span, one = np.array([0, size], dtype=indices.dtype), np.ones(1, dtype=data.dtype)
-            sparse.csc_matvec(len(scores), 1, span, indices, data, one, scores)
+        size = int(postings.lengths[ids].sum())
+        if size <= postings.capacity:
+            self._add(ids, size)
+        else:
+            for chunk in postings.chunks(ids):
+                self._add(chunk, int(postings.lengths[chunk].sum()))
         if postings.nonoccurrence is not None:
             scores += postings.nonoccurrence[np.asarray(query_ids, dtype=postings.id_type)].sum()
         if weight_mask is not None:
             scores *= weight_mask
         return scores
 
-
-def _sparse_loops() -> Any:
-    """SciPy's compiled sparse loops, called directly: a matrix object per query costs more than its scores."""
-    return require_module("scipy.sparse._sparsetools", "bm25s", "connectors")
+    def _add(self, ids: npt.NDArray[Any], size: int) -> None:
+        """The postings of ``ids`` (``size`` of them) added to the scores, term after term."""
+        postings, loops = self.postings, self.loops
+        if size > len(self.gathered_indices):
+            self.gathered_indices = np.empty(size, dtype=postings.indices.dtype)
+            self.gathered_data = np.empty(size, dtype=postings.data.dtype)
+        indices, data = self.gathered_indices[:size], self.gathered_data[:size]
+        loops.csr_row_index(len(ids), ids, postings.indptr, postings.indices, postings.data, indices, data)
+        span = np.array([0, size], dtype=indices.dtype)
+        loops.csc_matvec(postings.documents, 1, span, indices, data, postings.one, self.scores_array)
