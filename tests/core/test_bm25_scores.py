@@ -113,15 +113,19 @@ def test_statistics_of_different_vocabularies_do_not_add() -> None:
     method=st.sampled_from(BM25_METHODS),
     query=st.lists(st.integers(0, 12), max_size=8),
     mask=st.one_of(st.none(), st.lists(st.booleans(), min_size=25, max_size=25)),
+    compiled=st.booleans(),
 )
 def test_the_model_scores_a_query_as_bm25s_does(
-    documents: list[list[int]], method: str, query: list[int], mask: list[bool] | None
+    documents: list[list[int]], method: str, query: list[int], mask: list[bool] | None, compiled: bool
 ) -> None:
-    """Repeated and absent terms, every variant, with and without a filter: the same float32 bits as bm25s."""
+    """Repeated and absent terms, every variant, with and without a filter, by SciPy's loops or without them:
+    the same float32 bits as bm25s."""
     vocabulary = {"": 0, **{f"t{term}": term for term in range(1, 13)}}
     model = Bm25Model.from_counts(counts_of(documents, len(vocabulary)), vocabulary, method, 1.2, 0.75)
     weights = None if mask is None else np.asarray(mask[: len(documents)], dtype=np.float32)
-    ours = QueryScorer.of(Postings.of(model.retriever)).scores(query, weight_mask=weights)
+    scorer = QueryScorer.of(Postings.of(model.retriever))
+    assert scorer.loops is not None
+    ours = (scorer if compiled else dataclasses.replace(scorer, loops=None)).scores(query, weight_mask=weights)
     raw = model.retriever.get_scores_from_ids(query, weight_mask=weights)
     assert ours.dtype == raw.dtype
     assert ours.tobytes() == raw.tobytes()

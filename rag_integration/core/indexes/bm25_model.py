@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rag_integration.core.extras import require_module
+from rag_integration.core.extras import optional_module, require_module
 from rag_integration.core.ranking.bm25_scores import CorpusStatistics, TermCountArrays, bm25_scores
 from rag_integration.core.ranking.passages import AllowedMask, Hits, best_positive_hits
 
@@ -154,12 +154,15 @@ class QueryScorer:
     gathered_indices: npt.NDArray[Any]
     gathered_data: npt.NDArray[Any]
     loops: Any
-    """SciPy's compiled sparse loops, called directly: a matrix object per query costs more than its scores."""
+    """SciPy's compiled sparse loops, called directly (a matrix object per query costs more than its scores), or
+    None where SciPy no longer has them (a private module): then ``np.add.at`` per term, as bm25s adds."""
 
     @classmethod
     def of(cls, postings: Postings) -> QueryScorer:
         data, kind = postings.data.dtype, postings.indices.dtype
-        loops = require_module("scipy.sparse._sparsetools", "bm25s", "connectors")
+        loops = optional_module("scipy.sparse._sparsetools")
+        if not all(hasattr(loops, name) for name in ("csr_row_index", "csc_matvec")):
+            loops = None
         return cls(postings, np.zeros(postings.documents, dtype=data), np.empty(0, kind), np.empty(0, data), loops)
 
     def scores(self, query_ids: list[int], weight_mask: npt.NDArray[np.float32] | None = None) -> npt.NDArray[Any]:
@@ -186,6 +189,10 @@ class QueryScorer:
     def _add(self, ids: npt.NDArray[Any], size: int) -> None:
         """The postings of ``ids`` (``size`` of them) added to the scores, term after term."""
         postings, loops = self.postings, self.loops
+        if loops is None:
+            for start, end in zip(postings.indptr[ids].tolist(), postings.indptr[ids + 1].tolist(), strict=True):
+                np.add.at(self.scores_array, postings.indices[start:end], postings.data[start:end])
+            return
         if size > len(self.gathered_indices):
             self.gathered_indices = np.empty(size, dtype=postings.indices.dtype)
             self.gathered_data = np.empty(size, dtype=postings.data.dtype)
