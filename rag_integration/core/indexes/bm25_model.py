@@ -16,7 +16,7 @@ import numpy as np
 
 from rag_integration.core.extras import optional_module, require_module
 from rag_integration.core.ranking.bm25_scores import CorpusStatistics, TermCountArrays, bm25_scores
-from rag_integration.core.ranking.passages import AllowedMask, Hits, best_positive_hits
+from rag_integration.core.ranking.passages import AllowedMask, Hits, best_positive_hits_of_rows
 
 if TYPE_CHECKING:
     import bm25s
@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 QUERIES_PER_TASK = 64
 """Queries one pool task scores: enough that handing out tasks costs nothing next to the scoring."""
+SCORES_AT_ONCE = 1 << 20
+"""Most scores one thread holds at once (4 MiB of float32; 1-16 MiB measured, this was fastest): a block of
+queries is scored and selected together."""
 GATHERED_POSTINGS = 1 << 20
 """Most postings a query gathers at once (8 MiB with float32 scores), beyond its longest term's."""
 
@@ -85,8 +88,13 @@ class Bm25Model:
         postings = Postings.of(self.retriever)
 
         def hits(block: list[list[int]]) -> list[Hits]:
-            scorer = QueryScorer.of(postings)
-            return [best_positive_hits(scorer.scores(ids, weight_mask), depth) if ids else [] for ids in block]
+            scorer = QueryScorer.of(postings, rows=min(len(block), postings.rows_at_once))
+            found: list[Hits] = []
+            for start in range(0, len(block), len(scorer.matrix)):
+                queries = block[start : start + len(scorer.matrix)]
+                chosen = best_positive_hits_of_rows(scorer.block_scores(queries, weight_mask), depth)
+                found += [hits if ids else [] for ids, hits in zip(queries, chosen, strict=True)]
+            return found
 
         if threads == 1 or len(query_ids) <= QUERIES_PER_TASK:
             return hits(query_ids)
@@ -109,6 +117,11 @@ class Postings:
     id_type: np.dtype[Any]
     capacity: int
     one: npt.NDArray[Any]
+
+    @property
+    def rows_at_once(self) -> int:
+        """How many queries' scores one thread holds at once: up to a pool task's, in at most ``SCORES_AT_ONCE``."""
+        return max(1, min(QUERIES_PER_TASK, SCORES_AT_ONCE // max(1, self.documents)))
 
     @classmethod
     def of(cls, retriever: bm25s.BM25) -> Postings:
@@ -146,11 +159,11 @@ class Postings:
 
 @dataclass
 class QueryScorer:
-    """One thread's scoring of queries one after another, in arrays it reuses (a fresh scores array per query
-    cost more than the scoring): the scores and room for a query's gathered postings."""
+    """One thread's scoring of queries, a block at a time, in arrays it reuses (a fresh scores array per query
+    cost more than the scoring): a row of scores per query and room for a query's gathered postings."""
 
     postings: Postings
-    scores_array: npt.NDArray[Any]
+    matrix: npt.NDArray[Any]
     gathered_indices: npt.NDArray[Any]
     gathered_data: npt.NDArray[Any]
     loops: Any
@@ -158,40 +171,51 @@ class QueryScorer:
     None where SciPy no longer has them (a private module): then ``np.add.at`` per term, as bm25s adds."""
 
     @classmethod
-    def of(cls, postings: Postings) -> QueryScorer:
+    def of(cls, postings: Postings, rows: int = 1) -> QueryScorer:
         data, kind = postings.data.dtype, postings.indices.dtype
         loops = optional_module("scipy.sparse._sparsetools")
         if not all(hasattr(loops, name) for name in ("csr_row_index", "csc_matvec")):
             loops = None
-        return cls(postings, np.zeros(postings.documents, dtype=data), np.empty(0, kind), np.empty(0, data), loops)
+        matrix = np.zeros((rows, postings.documents), dtype=data)
+        return cls(postings, matrix, np.empty(0, kind), np.empty(0, data), loops)
 
     def scores(self, query_ids: list[int], weight_mask: npt.NDArray[np.float32] | None = None) -> npt.NDArray[Any]:
-        """``bm25s.BM25.get_scores_from_ids``, bit for bit, valid until the next query: each term's documents,
-        which are distinct, get its float32 score added, term after term in the query's order. SciPy's compiled
-        sparse loops do it with the GIL released, in two calls per query (bm25s's ``np.add.at`` per term holds
-        the GIL, so a second thread only queued behind the first): the query's postings gathered in order
-        (``csr_row_index``), then added as one sparse column (``csc_matvec``)."""
-        postings, scores = self.postings, self.scores_array
-        scores.fill(0.0)
-        ids = np.asarray(query_ids, dtype=postings.indices.dtype)
-        size = int(postings.lengths[ids].sum())
-        if size <= postings.capacity:
-            self._add(ids, size)
-        else:
-            for chunk in postings.chunks(ids):
-                self._add(chunk, int(postings.lengths[chunk].sum()))
-        if postings.nonoccurrence is not None:
-            scores += postings.nonoccurrence[np.asarray(query_ids, dtype=postings.id_type)].sum()
-        if weight_mask is not None:
-            scores *= weight_mask
+        """One query's scores (``block_scores``), valid until the next query."""
+        scores: npt.NDArray[Any] = self.block_scores([query_ids], weight_mask)[0]
         return scores
 
-    def _add(self, ids: npt.NDArray[Any], size: int) -> None:
-        """The postings of ``ids`` (``size`` of them) added to the scores, term after term."""
+    def block_scores(
+        self, queries: list[list[int]], weight_mask: npt.NDArray[np.float32] | None = None
+    ) -> npt.NDArray[Any]:
+        """Each query's ``bm25s.BM25.get_scores_from_ids`` as a row, bit for bit, valid until the next block: each
+        term's documents, which are distinct, get its float32 score added, term after term in the query's order.
+        SciPy's compiled sparse loops do it with the GIL released, in two calls per query (bm25s's ``np.add.at``
+        per term holds the GIL, so a second thread only queued behind the first): the query's postings gathered
+        in order (``csr_row_index``), then added as one sparse column (``csc_matvec``)."""
+        postings = self.postings
+        matrix = self.matrix[: len(queries)]
+        matrix.fill(0.0)
+        for row, query_ids in zip(matrix, queries, strict=True):
+            ids = np.asarray(query_ids, dtype=postings.indices.dtype)
+            size = int(postings.lengths[ids].sum())
+            if size <= postings.capacity:
+                self._add(row, ids, size)
+            else:
+                for chunk in postings.chunks(ids):
+                    self._add(row, chunk, int(postings.lengths[chunk].sum()))
+        if postings.nonoccurrence is not None:
+            absent = [postings.nonoccurrence[np.asarray(ids, dtype=postings.id_type)].sum() for ids in queries]
+            matrix += np.array(absent, dtype=matrix.dtype)[:, None]
+        if weight_mask is not None:
+            matrix *= weight_mask
+        return matrix
+
+    def _add(self, scores: npt.NDArray[Any], ids: npt.NDArray[Any], size: int) -> None:
+        """The postings of ``ids`` (``size`` of them) added to ``scores``, term after term."""
         postings, loops = self.postings, self.loops
         if loops is None:
             for start, end in zip(postings.indptr[ids].tolist(), postings.indptr[ids + 1].tolist(), strict=True):
-                np.add.at(self.scores_array, postings.indices[start:end], postings.data[start:end])
+                np.add.at(scores, postings.indices[start:end], postings.data[start:end])
             return
         if size > len(self.gathered_indices):
             self.gathered_indices = np.empty(size, dtype=postings.indices.dtype)
@@ -199,4 +223,4 @@ class QueryScorer:
         indices, data = self.gathered_indices[:size], self.gathered_data[:size]
         loops.csr_row_index(len(ids), ids, postings.indptr, postings.indices, postings.data, indices, data)
         span = np.array([0, size], dtype=indices.dtype)
-        loops.csc_matvec(postings.documents, 1, span, indices, data, postings.one, self.scores_array)
+        loops.csc_matvec(postings.documents, 1, span, indices, data, postings.one, scores)

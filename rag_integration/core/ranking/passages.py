@@ -170,6 +170,35 @@ def best_positive_hits(
     return list(zip(documents.tolist(), scores[chosen].tolist(), strict=True))
 
 
+def best_positive_hits_of_rows(scores: npt.NDArray[np.floating[Any]], depth: int) -> list[Hits]:
+    """``best_positive_hits`` of each row of a 2-D array, bounded and filtered for all rows at once: a few numpy
+    calls per block of queries instead of several per query, each of which hands the GIL over on several threads."""
+    rows, width = scores.shape
+    block = min(SELECTION_BLOCK, width // (8 * max(1, depth)))
+    if block < 16 or rows < 2:
+        return [best_positive_hits(row, depth) for row in scores]
+    whole = width - width % block
+    maxima = scores[:, :whole].reshape(rows, -1, block).max(axis=2)
+    if whole < width:
+        maxima = np.concatenate([maxima, scores[:, whole:].max(axis=1, keepdims=True)], axis=1)
+    cut = maxima.shape[1] - depth
+    bounds = np.partition(maxima, cut, axis=1)[:, cut]
+    floors = np.where(bounds > 0.0, bounds, np.nextafter(np.zeros(1, dtype=scores.dtype), 1)[0])
+    found = np.flatnonzero(scores >= floors[:, None])  # row after row (a 2-D nonzero took 7x as long)
+    found_columns, values = found % width, scores.ravel()[found]
+    ends = np.searchsorted(found, np.arange(1, rows + 1) * width).tolist()
+    hits: list[Hits] = []
+    start = 0
+    for end in ends:
+        columns, row_values = found_columns[start:end], values[start:end]
+        if len(columns) > depth:
+            chosen = np.argpartition(-row_values, depth - 1)[:depth]
+            columns, row_values = columns[chosen], row_values[chosen]
+        hits.append(list(zip(columns.tolist(), row_values.tolist(), strict=True)))
+        start = end
+    return hits
+
+
 def _lower_bound(scores: npt.NDArray[np.floating[Any]], depth: int) -> float:
     """A score the ``depth``-th best reaches (0.0 when none is worth computing): the ``depth``-th largest maximum
     of equal blocks, as those maxima are ``depth`` distinct scores at least that high."""

@@ -13,7 +13,7 @@ import Stemmer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_integration.core.ranking.passages import best_positive_hits
+from rag_integration.core.ranking.passages import best_positive_hits, best_positive_hits_of_rows
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
 from rag_integration.feature_groups.connectors.retrieve.bm25s_retriever import BM25_METHODS
 from rag_integration.testing.runner import run_feature
@@ -107,3 +107,28 @@ def test_rankings_equal_the_contract_over_raw_bm25s_scores(method: str, threads:
         assert [[row["doc_id"] for row in query_rows] for query_rows in rows] == expected(
             documents, queries, method, top_k, part
         )
+
+
+@given(
+    st.integers(min_value=0, max_value=2**32 - 1),
+    st.integers(min_value=1, max_value=40),
+    st.integers(min_value=1, max_value=6),
+    st.integers(min_value=1, max_value=9_000),
+    st.floats(min_value=0.0, max_value=1.0),
+)
+@settings(max_examples=80, deadline=None)
+def test_rows_select_as_each_row_alone(seed: int, depth: int, rows: int, size: int, zeros: float) -> None:
+    """A block of rows selected at once keeps each row's top positive scores: rows that are all zero, all tied, or
+    whose bound falls to zero beside rows that are dense."""
+    generator = np.random.default_rng(seed)
+    scores = (np.round(generator.exponential(1.0, (rows, size)) * 8) / 8 - 0.25).astype(np.float32)
+    scores[generator.random((rows, size)) < zeros] = 0.0
+    if seed % 3 == 0:
+        scores[0] = 0.0
+    if seed % 5 == 0:
+        scores[-1] = 1.5
+    for row, hits in zip(scores, best_positive_hits_of_rows(scores, depth), strict=True):
+        positive = sorted(row[row > 0].tolist(), reverse=True)
+        assert sorted((score for _, score in hits), reverse=True) == positive[:depth]
+        assert len({position for position, _ in hits}) == len(hits)
+        assert all(row[position] == score for position, score in hits)

@@ -21,7 +21,7 @@ from rag_integration.core.indexes.store import load_npy, load_sparse_parts, save
 from rag_integration.core.indexes.term_counts import ANALYSIS_MEMO, EMPTY_TERM, AnalysedCorpus, AnalysisSettings
 from rag_integration.core.options import option
 from rag_integration.core.ranking.explain import dot_contributions, ngram_words, query_words, sparse_row
-from rag_integration.core.ranking.passages import AllowedMask, Hits, RankedQuery, best_positive_hits
+from rag_integration.core.ranking.passages import AllowedMask, Hits, RankedQuery, best_positive_hits_of_rows
 from rag_integration.core.text.analysis import ANALYSIS_VERSION, LANGUAGE, Analyzer, analyzer_for, check_language
 from rag_integration.core.text.languages import CorpusLanguages, CorpusPlacement, analyse_texts, query_language
 from rag_integration.feature_groups.connectors.retrieve.base import BaseRetrieveConnector
@@ -119,7 +119,7 @@ class TfidfRetriever(BaseRetrieveConnector[TfidfSettings, TfidfSettings, TfidfIn
         similarities = (index.query_rows(queries) @ index.document_matrix.T).toarray()
         if allowed is not None:
             similarities[:, ~allowed] = 0.0
-        return [best_positive_hits(row, depth) for row in similarities]
+        return best_positive_hits_of_rows(similarities, depth)
 
     @classmethod
     def explain(
