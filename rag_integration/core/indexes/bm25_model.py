@@ -88,7 +88,7 @@ class Bm25Model:
         postings = Postings.of(self.retriever)
 
         def hits(block: list[list[int]]) -> list[Hits]:
-            scorer = QueryScorer.of(postings, rows=min(len(block), postings.rows_at_once))
+            scorer = QueryScorer.of(postings, rows=max(1, min(len(block), postings.rows_at_once)))
             found: list[Hits] = []
             for start in range(0, len(block), len(scorer.matrix)):
                 queries = block[start : start + len(scorer.matrix)]
