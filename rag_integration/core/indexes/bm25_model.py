@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 QUERIES_PER_TASK = 64
 """Queries one pool task scores: enough that handing out tasks costs nothing next to the scoring."""
 SCORES_AT_ONCE = 1 << 20
-"""Most scores one thread holds at once (4 MiB of float32; 1-16 MiB measured, this was fastest): a block of
-queries is scored and selected together."""
+"""Most scores a search holds at once, over all its threads (4 MiB of float32; 1-16 MiB measured on one thread,
+this was fastest): each thread scores and selects a block of queries together."""
 GATHERED_POSTINGS = 1 << 20
 """Most postings a query gathers at once (8 MiB with float32 scores), beyond its longest term's."""
 
@@ -88,7 +88,7 @@ class Bm25Model:
         postings = Postings.of(self.retriever)
 
         def hits(block: list[list[int]]) -> list[Hits]:
-            scorer = QueryScorer.of(postings, rows=max(1, min(len(block), postings.rows_at_once)))
+            scorer = QueryScorer.of(postings, rows=max(1, min(len(block), postings.rows_at_once(threads))))
             found: list[Hits] = []
             for start in range(0, len(block), len(scorer.matrix)):
                 queries = block[start : start + len(scorer.matrix)]
@@ -118,10 +118,10 @@ class Postings:
     capacity: int
     one: npt.NDArray[Any]
 
-    @property
-    def rows_at_once(self) -> int:
-        """How many queries' scores one thread holds at once: up to a pool task's, in at most ``SCORES_AT_ONCE``."""
-        return max(1, min(QUERIES_PER_TASK, SCORES_AT_ONCE // max(1, self.documents)))
+    def rows_at_once(self, threads: int) -> int:
+        """How many queries' scores each of ``threads`` threads holds at once: up to a pool task's, all of them
+        together in at most ``SCORES_AT_ONCE``."""
+        return max(1, min(QUERIES_PER_TASK, SCORES_AT_ONCE // max(1, self.documents * threads)))
 
     @classmethod
     def of(cls, retriever: bm25s.BM25) -> Postings:
