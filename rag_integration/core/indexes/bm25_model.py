@@ -8,6 +8,7 @@ place that sets a ``BM25``'s attributes instead of calling ``index``.
 from __future__ import annotations
 
 import functools
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -86,9 +87,13 @@ class Bm25Model:
         depend on the thread count."""
         weight_mask = None if allowed is None else allowed.astype(np.float32)
         postings = Postings.of(self.retriever)
+        rows = max(1, min(len(query_ids), postings.rows_at_once(threads)))
+        scorers = threading.local()  # one per pool thread, kept for its every task: fresh arrays cost page faults
 
         def hits(block: list[list[int]]) -> list[Hits]:
-            scorer = QueryScorer.of(postings, rows=max(1, min(len(block), postings.rows_at_once(threads))))
+            scorer = getattr(scorers, "scorer", None)
+            if scorer is None:
+                scorer = scorers.scorer = QueryScorer.of(postings, rows)
             found: list[Hits] = []
             for start in range(0, len(block), len(scorer.matrix)):
                 queries = block[start : start + len(scorer.matrix)]
