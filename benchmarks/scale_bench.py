@@ -19,7 +19,7 @@ every query:
 - the connector on Spark ``local[2]``, queries from an upstream feature (``queries_source``); driver RSS only.
 
 Ratios are to raw bm25s at the same thread count; wall time is what the goal is about, CPU time is printed too
-because it is less disturbed by other work on a shared machine (``--repeat N`` keeps the fastest of N runs).
+because it is less disturbed by other work on a shared machine (``--repeat N`` runs N rounds of every run and keeps the fastest of each).
 "net MiB" is the measured run's peak above the one-document run's (the part that grows with the data; its ratio
 is "net"); "1-doc s" and "1-doc MiB" are the one-document run's time and what it added to the loaded data (the
 fixed cost); "score sum" checks the runs agree.
@@ -182,19 +182,16 @@ def lean_python(folder: Path) -> str | None:
     return str(environment / "bin" / "python")
 
 
-def measure(mode: str, data: Path, threads: int, repeat: int, python: str) -> dict[str, Any] | str:
-    """The fastest of ``repeat`` runs, each in a fresh process, or the line saying why one failed."""
+def measure(mode: str, data: Path, threads: int, python: str) -> dict[str, Any] | str:
+    """One run in a fresh process, or the line saying why it failed."""
     command = [python, __file__, "--child", mode, "--data", str(data), "--threads", str(threads)]
-    runs = []
-    for _ in range(repeat):
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-        if not lines:
-            errors = [line for line in done.stderr.splitlines() if line.strip()]
-            return errors[-1] if errors else f"exit code {done.returncode}, no output"
-        runs.append(json.loads(lines[-1]))
-    fastest: dict[str, Any] = min(runs, key=lambda figures: figures["wall"])
-    return fastest
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        errors = [line for line in done.stderr.splitlines() if line.strip()]
+        return errors[-1] if errors else f"exit code {done.returncode}, no output"
+    figures: dict[str, Any] = json.loads(lines[-1])
+    return figures
 
 
 def bench(size: str, folder: Path, repeat: int, lean: str | None, threads_only: int | None, spark: bool) -> None:
@@ -222,12 +219,23 @@ def bench(size: str, folder: Path, repeat: int, lean: str | None, threads_only: 
         print("  (uv not found: the connectors-only environment is skipped)")
     header = f"  {'run':<31}{'threads':>7}{'wall s':>8}{'cpu s':>8}{'peak MiB':>9}{'net MiB':>8}{'1-doc s':>8}"
     print(header + f"{'1-doc MiB':>10}{'builds':>7}{'time':>8}{'cpu':>7}{'net':>7}  score sum")
+    # Rounds of every run, the fastest of each kept: a machine whose speed drifts over minutes slows all runs of
+    # a round alike, not the runs of one thread count.
+    measured: list[list[dict[str, Any]] | str] = [[] for _ in runs]
+    for _ in range(repeat):
+        for position, (_, mode, threads, python) in enumerate(runs):
+            found = measured[position]
+            if isinstance(found, list):
+                figures = measure(mode, data, threads, python)
+                measured[position] = figures if isinstance(figures, str) else [*found, figures]
     raw: dict[int, dict[str, Any]] = {}
-    for label, mode, threads, python in runs:
-        figures = measure(mode, data, threads, repeat, python)
-        if isinstance(figures, str):
-            print(f"  {label:<30}{threads:>8}  failed: {figures}")
+    fastest: dict[tuple[str, int], float] = {}
+    for (label, mode, threads, _), found in zip(runs, measured, strict=True):
+        if isinstance(found, str):
+            print(f"  {label:<30}{threads:>8}  failed: {found}")
             continue
+        figures = min(found, key=lambda run: run["wall"])
+        fastest[label, threads] = figures["wall"]
         if mode == "raw":
             raw[threads] = figures
         base = raw.get(threads) or raw.get(1)
@@ -236,13 +244,19 @@ def bench(size: str, folder: Path, repeat: int, lean: str | None, threads_only: 
         line = f"  {label:<31}{threads:>7}{figures['wall']:>8.2f}{figures['cpu']:>8.2f}{figures['peak']:>9.0f}"
         line += f"{figures['net']:>8.0f}{figures['fixed_seconds']:>8.2f}{figures['fixed']:>10.0f}{builds:>7}"
         print(line + f"{ratios:>22}  {figures['score_sum']:.2f}", flush=True)
+    for label, threads in fastest:
+        if threads > 1 and (label, 1) in fastest and not label.startswith("raw"):
+            ratio = fastest[label, threads] / fastest[label, 1]
+            print(f"  {label.strip()}: {threads} threads take {ratio:.2f}x the time of one thread")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=["small", "large", "dense", "both"], default="both")
     parser.add_argument("--quick", action="store_true", help="one tiny size, to smoke-test the script")
-    parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the fastest is shown")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds of every run (each in its own process); the fastest is shown"
+    )
     parser.add_argument("--only-threads", type=int, help="measure this thread count only (default: 1 and all)")
     parser.add_argument("--no-spark", action="store_true", help="leave out the Spark run")
     parser.add_argument("--child", choices=["raw", "connector", "lean", "spark"], help=argparse.SUPPRESS)
