@@ -19,7 +19,8 @@ every query:
 - the connector on Spark ``local[2]``, queries from an upstream feature (``queries_source``); driver RSS only.
 
 Ratios are to raw bm25s at the same thread count; wall time is what the goal is about, CPU time is printed too
-because it is less disturbed by other work on a shared machine (``--repeat N`` runs N rounds of every run and keeps the fastest of each).
+because it is less disturbed by other work on a shared machine (``--repeat N`` runs N rounds of every run and
+keeps the fastest of each).
 "net MiB" is the measured run's peak above the one-document run's (the part that grows with the data; its ratio
 is "net"); "1-doc s" and "1-doc MiB" are the one-document run's time and what it added to the loaded data (the
 fixed cost); "score sum" checks the runs agree.
