@@ -28,8 +28,8 @@ HITS_PER_CALL = 65_536
 so a 100,000-query batch is searched in slices instead of holding millions of them at once."""
 
 SELECTION_BLOCK = 256
-"""Scores per block whose maximum bounds a top-k selection from below (``best_positive_hits_of_rows``): on 50,000 dense
-scores, blocks of 256 selected 2x faster than 32 and 4x faster than partitioning every positive score."""
+"""Scores per block whose maximum bounds a top-k selection from below (``best_positive_hits_of_rows``): on 50,000
+dense scores, blocks of 256 selected 2x faster than 32 and 4x faster than partitioning every positive score."""
 
 _score = itemgetter(1)
 
