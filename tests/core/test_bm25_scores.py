@@ -125,7 +125,7 @@ def test_the_model_scores_a_query_as_bm25s_does(
     weights = None if mask is None else np.asarray(mask[: len(documents)], dtype=np.float32)
     scorer = QueryScorer.of(Postings.of(model.retriever))
     assert scorer.loops is not None
-    ours = (scorer if compiled else dataclasses.replace(scorer, loops=None)).scores(query, weight_mask=weights)
+    ours = (scorer if compiled else dataclasses.replace(scorer, loops=None)).block_scores([query], weights)[0]
     raw = model.retriever.get_scores_from_ids(query, weight_mask=weights)
     assert ours.dtype == raw.dtype
     assert ours.tobytes() == raw.tobytes()
@@ -144,5 +144,5 @@ def test_a_long_query_is_scored_in_chunks_of_terms_as_one(
     chunks = postings.chunks(np.asarray(query, dtype=np.int32))
     assert [term for chunk in chunks for term in chunk.tolist()] == query
     scorer = QueryScorer.of(postings)
-    scorer.scores([1, 2, 3])  # what the scorer held before is cleared
-    assert scorer.scores(query).tobytes() == model.retriever.get_scores_from_ids(query).tobytes()
+    scorer.block_scores([[1, 2, 3]])  # what the scorer held before is cleared
+    assert scorer.block_scores([query])[0].tobytes() == model.retriever.get_scores_from_ids(query).tobytes()

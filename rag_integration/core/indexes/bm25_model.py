@@ -184,11 +184,6 @@ class QueryScorer:
         matrix = np.zeros((rows, postings.documents), dtype=data)
         return cls(postings, matrix, np.empty(0, kind), np.empty(0, data), loops)
 
-    def scores(self, query_ids: list[int], weight_mask: npt.NDArray[np.float32] | None = None) -> npt.NDArray[Any]:
-        """One query's scores (``block_scores``), valid until the next query."""
-        scores: npt.NDArray[Any] = self.block_scores([query_ids], weight_mask)[0]
-        return scores
-
     def block_scores(
         self, queries: list[list[int]], weight_mask: npt.NDArray[np.float32] | None = None
     ) -> npt.NDArray[Any]:
