@@ -30,7 +30,7 @@ from rag_integration.core.contract.spark_shard_builds import (
 )
 from rag_integration.core.contract.spark_shards import ShardJob
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, MissingOptionError
-from rag_integration.core.indexes.shards import ROW_KEYS_FILE, SHARDS_FOLDER, row_hashes, row_keys
+from rag_integration.core.indexes.shards import ROW_HASHES_FILE, SHARDS_FOLDER
 from rag_integration.core.options import OptionReader
 from rag_integration.evaluation.datasets import load_dataset
 from rag_integration.feature_groups.connectors.retrieve import (
@@ -199,12 +199,12 @@ def test_removals_large_edits_and_no_edit_rank_as_one_index(
     assert found == one_index(documents, options)
 
 
-def test_a_row_whose_key_is_found_but_not_its_hash_is_read_again(
+def test_a_row_withheld_that_its_shard_does_not_hold_is_read_again(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The keys a row is looked up by are 8 bytes of its hash, a hint: a changed row whose key is found (here planted
-    in the stored keys) crosses without its text, its shard finds its whole hash unknown, and the row is read again
-    by doc_id in a job of its own."""
+    """The hashes file a row is looked up in is a hint: a changed row whose hash it lists (here planted) crosses
+    without its text, its shard finds the hash among none of its rows, and the row is read again by doc_id in a job
+    of its own."""
     documents = [{"doc_id": f"d{i:02d}", "text": f"w{i} river stone"} for i in range(40)]
     options = {"retrieve_backend": "bm25s", "query_text": ["moon", "river w3"], "index_shards": 2}
     sharded(corpus_frame(documents, 2), {**options, "index_dir": str(tmp_path)})
@@ -214,10 +214,9 @@ def test_a_row_whose_key_is_found_but_not_its_hash_is_read_again(
     job = ShardJob(Bm25sRetriever, settings, settings.index, Path("unused"), 2, COLUMN, "en")
     [edited_row] = [row for row in _selected(frame, job).collect() if row["doc_id"] == "d03"]
     folder = next((tmp_path / SHARDS_FOLDER).glob(f"*/2-shards/shard-{edited_row['shard']}/documents"))
-    keys_file = folder / (folder / "CURRENT").read_text(encoding="ascii").strip() / ROW_KEYS_FILE
-    edited_hash = row_hashes(["d03"], ["w3 moon"], ["{}"])
-    planted = np.append(np.load(keys_file), row_keys(pa.array(edited_hash, pa.binary(32))))
-    np.save(keys_file, np.sort(planted))
+    hashes_file = folder / (folder / "CURRENT").read_text(encoding="ascii").strip() / ROW_HASHES_FILE
+    planted = np.vstack([np.load(hashes_file), np.frombuffer(edited_row["row_hash"], dtype=np.uint8)])
+    np.save(hashes_file, planted[np.argsort(planted[:, :8].copy().view("<u8").ravel())])
     with caplog.at_level("INFO", logger="rag_integration"):
         found = sharded(frame, {**options, "index_dir": str(tmp_path)})
     assert any("read again" in record.getMessage() for record in caplog.records)
@@ -236,23 +235,30 @@ def test_a_frame_that_gives_other_rows_when_read_again_is_a_typed_error(tmp_path
 
 
 def test_no_two_rows_hash_the_same_input() -> None:
-    """A row's hash reads its text's SHA-256, its doc_id after its length in characters and its metadata JSON: moving
-    characters between doc_id and metadata, or changing any part, changes it; the same row hashes the same."""
+    """A row's hash reads its doc_id and metadata JSON, each after its length in characters, then its text: moving
+    characters between doc_id, metadata and text, or changing any part, changes it; the same row hashes the same,
+    and a row without text has none."""
     rows = [
-        ("a", "text", "{}"),
-        ("a", "text", '{"k": 1}'),
-        ("a{", "text", '"k": 1}'),
-        ("ab", "text", "{}"),
-        ("a", "text ", "{}"),
-        ("海", "text", "{}"),
-        ("\U0001f600", "text", "{}"),
-        ("", "", "{}"),
+        ("a", "text", None),
+        ("a", "text", "1"),
+        ("a", "1text", None),
+        ("a{", "text", None),
+        ("ab", "text", None),
+        ("a", "text ", None),
+        ("海", "text", None),
+        ("\U0001f600", "text", None),
+        ("", "", None),
+        ("x", None, None),
     ]
-    hashes = row_hashes(*map(list, zip(*rows)))
-    assert len(set(hashes)) == len(rows) and all(len(row_hash) == 32 for row_hash in hashes)
-    assert row_hashes(*map(list, zip(*rows))) == hashes
-    inner = hashlib.sha256(b"text").digest()
-    assert hashes[5] == hashlib.sha256(inner + "1:海{}".encode()).digest()
+    documents = [{"doc_id": doc_id, "text": text, "k": k} for doc_id, text, k in rows]
+    frame = spark_test_session().createDataFrame(pa.table({COLUMN: pa.array(documents)}))
+    settings = Bm25sRetriever.read_settings(OptionReader({"retrieve_backend": "bm25s"}))
+    job = ShardJob(Bm25sRetriever, settings, settings.index, Path("unused"), 2, COLUMN, "en")
+    hashes = [row["row_hash"] for row in _selected(frame, job).collect()]
+    assert hashes == [row["row_hash"] for row in _selected(frame, job).collect()]
+    assert hashes[-1] is None
+    assert len(set(hashes[:-1])) == len(rows) - 1 and all(len(row_hash) == 32 for row_hash in hashes[:-1])
+    assert hashes[6] == hashlib.sha256('1:海10:{"k":null}text'.encode()).digest()
 
 
 def test_a_shards_rows_are_sorted_as_python_sorts_doc_ids_and_the_least_repeated_one_is_named() -> None:

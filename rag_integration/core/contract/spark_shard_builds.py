@@ -5,12 +5,13 @@ documents, sorted by doc_id, as a store version in ``index_dir``, makes what its
 embeddings) and returns its statistics and, under ``auto``, its part of the language sample. The driver sums them
 and records them with the shard versions as one snapshot.
 
-With a snapshot, rows that are already in it travel without their text: where each row is read, its hash
-(SHA-256 over its text's SHA-256, doc_id and metadata, computed by Spark) is looked up among the keys of its
-shard's snapshot version, and a row found there sends only its doc_id and hash. Each shard compares what arrives with its rows by
-the whole hash: an unchanged shard is kept as it is, a changed one writes its previous rows with the change
-applied, analysing only the new texts. A row taken for unchanged by its key that is not (a collision of 64 bits)
-is read again, by doc_id, in a job of its own. So a small edit moves a small part of the corpus, in one job.
+Every row's hash (SHA-256 over its doc_id, metadata JSON and text, ``row_hash``) is made by Spark where the row is
+read. With a snapshot, rows that are already in it travel without their text: the hash alone goes to Python, to be
+looked up among the hashes of its shard's snapshot version, and a row found there sends only its doc_id and hash
+on. Each shard compares what arrives with the rows it keeps: an unchanged shard is kept as it is, a changed one
+writes its previous rows with the change applied, analysing only the new texts. A row withheld that its shard
+does not hold (its hashes file was not its rows') is read again, by doc_id, in a job of its own. So a small edit
+moves a small part of the corpus, in one job.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 
 from rag_integration.core.contract.frames import PYSPARK_PANDAS_WARNING
 from rag_integration.core.contract.spark_shards import ShardJob, TaskFailure, allocating, collected, on_tasks
@@ -37,16 +37,15 @@ from rag_integration.core.errors import ConnectorError, DuplicateDocIdError, Ind
 from rag_integration.core.indexes.shards import (
     ROW_HASH_COLUMN,
     CorpusTerms,
+    KnownRows,
     ShardSet,
     documents_of,
     metadata_json,
     plain_documents,
     read_shard_documents,
     read_shard_table,
-    row_hashes,
-    row_keys,
     shard_folder,
-    shard_row_keys,
+    shard_row_hashes,
     shard_table,
     snapshot_versions,
     write_shard_table,
@@ -166,8 +165,8 @@ def by_shard(frame: SparkFrame, job: ShardJob) -> SparkFrame:
 def _selected(frame: SparkFrame, job: ShardJob) -> SparkFrame:
     """The corpus's documents as columns: each one's shard (Spark's ``xxhash64`` of the doc_id, the same in every
     run and process) and the key that sends it to its shard's partition, doc_id, text, metadata (a struct of the
-    other fields, when there are any), the row hash (``row_hashes``: null until Python has the row, in ``_sifted``
-    or its shard's task) and whether the text is sent (``_sifted`` withholds it)."""
+    other fields, when there are any), the row hash (``row_hash``) and whether the text is sent (``_sifted``
+    withholds it)."""
     from pyspark.sql import functions
     from pyspark.sql.types import IntegralType, StringType, StructType
 
@@ -192,9 +191,22 @@ def _selected(frame: SparkFrame, job: ShardJob) -> SparkFrame:
         text.alias("text"),
         functions.col(column).isNull().alias("missing"),
         *([metadata.alias("metadata")] if others else []),
-        functions.lit(None).cast("binary").alias(ROW_HASH_COLUMN),
+        row_hash(doc_id, text, metadata if others else None).alias(ROW_HASH_COLUMN),
         functions.lit(True).alias("sent"),
     )
+
+
+def row_hash(doc_id: Any, text: Any, metadata: Any | None) -> Any:
+    """A row's hash, what tells a corpus row unchanged: SHA-256 over its doc_id and its metadata as JSON (nulls
+    kept), each after its length in characters, then its text, so no two rows hash the same input; null for a row
+    without doc_id or text. Made by Spark where the row is read: the sift then sends Python 32 bytes a row, not
+    its text."""
+    from pyspark.sql import functions
+
+    listed = functions.lit("{}") if metadata is None else functions.to_json(metadata, {"ignoreNullFields": "false"})
+    parts = [functions.length(doc_id).cast("string"), functions.lit(":"), doc_id]
+    parts += [functions.length(listed).cast("string"), functions.lit(":"), listed, text]
+    return functions.unhex(functions.sha2(functions.concat(*parts), 256))
 
 
 def _spread(selected: SparkFrame, job: ShardJob) -> SparkFrame:
@@ -204,42 +216,40 @@ def _spread(selected: SparkFrame, job: ShardJob) -> SparkFrame:
 
 
 def _sifted(selected: SparkFrame, job: ShardJob, previous: Mapping[int, str]) -> SparkFrame:
-    """``selected`` where each row is read, with its hash, the text and metadata of every row whose key is among its
-    shard's keys in the snapshot withheld (``sent`` false): those rows cross the shuffle as doc_id and hash alone."""
-    import pyarrow as pa
-    from pyspark.sql.types import StructType
+    """``selected`` with the text and metadata of every row whose hash its shard's snapshot version holds withheld
+    (``sent`` false): those rows cross the shuffle as doc_id and hash alone. Only the shard and hash of a row go to
+    Python (an Arrow UDF); its text stays in Spark."""
+    from pyspark.sql import functions
+    from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
 
-    def sift(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow.compute as pc
+    root = job.root
 
-        for batch in batches:
-            batch = _hashed(batch, job.column)
-            keys = row_keys(batch.column(ROW_HASH_COLUMN))
-            shards = batch.column("shard").to_numpy(zero_copy_only=False)
-            found = np.zeros(batch.num_rows, dtype=bool)
-            for shard in np.unique(shards).tolist():
-                version = previous.get(shard)
-                stored = _stored_keys(str(shard_folder(job.root, shard)), version) if version else None
-                if stored is None or not len(stored):
-                    continue
-                rows = np.flatnonzero(shards == shard)
-                at = np.minimum(np.searchsorted(stored, keys[rows]), len(stored) - 1)
-                found[rows] = stored[at] == keys[rows]
-            found &= batch.column(ROW_HASH_COLUMN).is_valid().to_numpy(zero_copy_only=False)
-            withheld = pa.array(found)
-            yield batch.filter(pc.invert(withheld))
-            kept = batch.filter(withheld)
-            if kept.num_rows:
-                columns = {name: kept.column(name) for name in kept.schema.names}
-                for name in ("text", "metadata"):
-                    if name in columns:
-                        columns[name] = pa.nulls(kept.num_rows, kept.schema.field(name).type)
-                columns["sent"] = pa.array(np.zeros(kept.num_rows, dtype=bool))
-                yield pa.RecordBatch.from_arrays(list(columns.values()), schema=kept.schema)
+    def found(shards: pa.Array, hashes: pa.Array) -> pa.Array:
+        import pyarrow as pa
 
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=PYSPARK_PANDAS_WARNING, category=FutureWarning)
-        return selected.mapInArrow(sift, StructType([_nullable(field) for field in selected.schema.fields]))
+        numbers = shards.to_numpy(zero_copy_only=False)
+        held = np.zeros(len(numbers), dtype=bool)
+        for shard in np.unique(numbers).tolist():
+            version = previous.get(shard)
+            if version is not None:
+                rows = np.flatnonzero(numbers == shard)
+                held[rows] = _stored_rows(str(shard_folder(root, shard)), version).found(hashes.take(rows))
+        return pa.array(held)
+
+    with warnings.catch_warnings():  # type hints would name pyarrow where this module imports it only for mypy
+        warnings.filterwarnings("ignore", message="It is preferred to specify type hints", category=UserWarning)
+        udf = arrow_udf(found, "boolean", ArrowUDFType.SCALAR)
+    withheld = udf(functions.col("shard"), functions.col(ROW_HASH_COLUMN))
+    sifted = selected.withColumn("withheld", withheld)
+    columns = []
+    for field in selected.schema.fields:
+        column = functions.col(field.name)
+        if field.name in ("text", "metadata"):
+            column = functions.when(functions.col("withheld"), functions.lit(None)).otherwise(column)
+        elif field.name == "sent":
+            column = ~functions.col("withheld")
+        columns.append(column.cast(field.dataType).alias(field.name))
+    return sifted.select(*columns)
 
 
 def _nullable(field: StructField) -> StructField:
@@ -249,41 +259,10 @@ def _nullable(field: StructField) -> StructField:
     return StructField(field.name, field.dataType, nullable=True) if field.name in ("text", "metadata") else field
 
 
-def _hashed(batch: pa.RecordBatch, column: str) -> pa.RecordBatch:
-    """``batch`` with the hash of each row that has a doc_id and text and metadata of JSON values (the others keep a
-    null hash: they travel with their text, and their shard's task names what is wrong with them)."""
-    import pyarrow as pa
-
-    doc_ids, texts = batch.column("doc_id").to_pylist(), batch.column("text").to_pylist()
-    described: list[str | None] = ["{}"] * len(doc_ids)
-    if "metadata" in batch.schema.names:
-        described = [
-            _described(doc_id, values, column) for doc_id, values in zip(doc_ids, batch.column("metadata").to_pylist())
-        ]
-    rows = [
-        (position, doc_id, text, listed)
-        for position, (doc_id, text, listed) in enumerate(zip(doc_ids, texts, described, strict=True))
-        if doc_id is not None and text is not None and listed is not None
-    ]
-    hashes: list[bytes | None] = [None] * len(doc_ids)
-    made = row_hashes([row[1] for row in rows], [row[2] for row in rows], [row[3] for row in rows])
-    for (position, *_), row_hash in zip(rows, made, strict=True):
-        hashes[position] = row_hash
-    index = batch.schema.get_field_index(ROW_HASH_COLUMN)
-    return batch.set_column(index, ROW_HASH_COLUMN, pa.array(hashes, pa.binary()))
-
-
-def _described(doc_id: str | None, values: dict[str, Any] | None, column: str) -> str | None:
-    try:
-        return metadata_json(Document(doc_id or "", "", values or {}), column)
-    except InvalidOptionError:
-        return None
-
-
 @functools.lru_cache(maxsize=256)
-def _stored_keys(folder: str, version: str) -> npt.NDArray[np.uint64]:
-    """A snapshot shard version's row keys, read once per executor process."""
-    return shard_row_keys(Path(folder), version)
+def _stored_rows(folder: str, version: str) -> KnownRows:
+    """A snapshot shard version's row hashes, read once per executor process."""
+    return shard_row_hashes(Path(folder), version)
 
 
 def _run(spread: SparkFrame, work: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]) -> list[Any]:
@@ -410,8 +389,7 @@ def _records(
 
 
 def _sorted_rows(table: pa.Table, column: str) -> pa.Table:
-    """A shard's rows from the frame as doc_id, text, metadata JSON and row hash (null where the sift did not hash
-    it), sorted by doc_id (UTF-8's byte order is the code point order Python sorts by), each checked as
+    """A shard's rows from the frame as doc_id, text, metadata JSON and row hash, sorted by doc_id (UTF-8's byte order is the code point order Python sorts by), each checked as
     ``read_document`` checks a document dict."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -446,9 +424,6 @@ def _change_written(job: ShardJob, change: _Change, rows: pa.Table, stored: pa.T
     import pyarrow.compute as pc
 
     doc_ids, texts = rows.column("doc_id").to_pylist(), rows.column("text").to_pylist()
-    if rows.column(ROW_HASH_COLUMN).null_count:  # rows the sift did not hash: all of them in a first build
-        hashes = row_hashes(doc_ids, texts, rows.column("metadata").to_pylist())
-        rows = rows.set_column(rows.schema.get_field_index(ROW_HASH_COLUMN), ROW_HASH_COLUMN, pa.array(hashes))
     if change.wanted is not None and dict(zip(doc_ids, rows.column(ROW_HASH_COLUMN).to_pylist())) != change.wanted:
         raise _frame_changed(job.column)
     # Arrow's UTF-8 decodes to valid text; a Corpus computes the text digests once for the sample and the analysis

@@ -54,12 +54,12 @@ INDEX_SHARDS: OptionSpec[int] = OptionSpec(
 )
 SHARDS_FOLDER = "shards"
 DOCUMENTS_FILE = "documents.arrow"
-ROW_KEYS_FILE = "row_keys.npy"
-"""Beside a shard's documents: the first 8 bytes of each row hash as sorted uint64, which a request reads to tell
-rows that may be unchanged (``shard_row_keys``)."""
-DOCUMENTS_KIND = "shard-documents-5"
+ROW_HASHES_FILE = "row_hashes.npy"
+"""Beside a shard's documents: its rows' hashes as 32-byte rows ordered by key (``row_keys``), which a request
+reads to withhold the text of rows that are unchanged (``known_rows``)."""
+DOCUMENTS_KIND = "shard-documents-6"
 """The documents file's format: doc_id, text and metadata strings, each text's digest (``text_digests``) and each
-row's hash (``row_hashes``), sorted by doc_id."""
+row's hash (made by Spark, ``core.contract.spark_shard_builds``), sorted by doc_id."""
 SNAPSHOT_KIND = "shard-snapshot"
 _DOCUMENT_COLUMNS = ("doc_id", "text", "metadata")
 DIGEST_COLUMN = "digest"
@@ -100,17 +100,6 @@ def shard_table(rows: Any, documents: Corpus) -> Any:
     )
 
 
-def row_hashes(doc_ids: Sequence[str], texts: Sequence[str], metadata: Sequence[str]) -> list[bytes]:
-    """Each row's hash, what tells a corpus row unchanged: SHA-256 over its text's SHA-256, then its doc_id after its
-    length, then its metadata JSON (``metadata_json``), so no two rows hash the same input. Computed in Python where a
-    row's text first is (Spark's hashing cost a cold build more than the whole of this)."""
-    sha256 = hashlib.sha256
-    return [
-        sha256(sha256(text.encode("utf-8")).digest() + f"{len(doc_id)}:{doc_id}{listed}".encode()).digest()
-        for doc_id, text, listed in zip(doc_ids, texts, metadata, strict=True)
-    ]
-
-
 def plain_documents(doc_ids: Sequence[str], texts: Sequence[str]) -> list[Document]:
     """Documents without metadata, made without Python-level construction per document (a shard has millions)."""
     return list(map(Document._make, zip(doc_ids, texts, itertools.repeat(_NO_METADATA))))
@@ -134,36 +123,73 @@ def write_shard_table(folder: Path, shard: int, table: Any, *, keep_same: bool =
 
     def save(staging: Path) -> None:
         (staging / DOCUMENTS_FILE).write_bytes(memoryview(written))
-        save_npy(staging / ROW_KEYS_FILE, np.sort(row_keys(table.column(ROW_HASH_COLUMN))))
+        hashes = _hash_rows(table.column(ROW_HASH_COLUMN))
+        save_npy(staging / ROW_HASHES_FILE, hashes[np.argsort(_keys_of(hashes), kind="stable")])
 
     return write_store(store, claim, save)
 
 
-def row_keys(hashes: Any) -> npt.NDArray[np.uint64]:
-    """Each row hash's key: its first 8 bytes as a little-endian uint64 (SHA-256's bytes are evenly spread). The
-    hashes come as Spark sends them (variable-length binary) or as a shard's file keeps them (fixed-size); a null
-    hash's key is meaningless."""
+@dataclass(frozen=True)
+class KnownRows:
+    """The row hashes one version of a shard holds (``shard_row_hashes``): ordered by key, looked up whole."""
+
+    hashes: npt.NDArray[np.uint8]
+    keys: npt.NDArray[np.uint64]
+    repeated: frozenset[int]
+    """Keys more than one stored hash shares (SHA-256 all but never gives one): their rows compare one by one."""
+
+    @classmethod
+    def of(cls, hashes: npt.NDArray[np.uint8]) -> KnownRows:
+        keys = _keys_of(hashes)
+        if bool(np.any(keys[1:] < keys[:-1])):
+            raise ValueError("row hashes out of key order")
+        return cls(hashes, keys, frozenset(keys[1:][keys[1:] == keys[:-1]].tolist()))
+
+    def found(self, hashes: Any) -> npt.NDArray[np.bool_]:
+        """For each row hash (Arrow binary, null for a row not hashed), whether this version holds it whole."""
+        pa = require_module("pyarrow", "pyarrow", "frameworks")
+        array = hashes.combine_chunks() if isinstance(hashes, pa.ChunkedArray) else hashes
+        if not len(self.keys) or not len(array):
+            return np.zeros(len(array), dtype=bool)
+        asked = _hash_rows(array)
+        keys = _keys_of(asked)
+        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        found: npt.NDArray[np.bool_] = np.all(self.hashes[at] == asked, axis=1)
+        if self.repeated:
+            shared = list(self.repeated)
+            whole = {bytes(row) for row in self.hashes[np.isin(self.keys, shared)]}
+            for position in np.flatnonzero(np.isin(keys, shared)).tolist():
+                found[position] = bytes(asked[position]) in whole
+        valid: npt.NDArray[np.bool_] = array.is_valid().to_numpy(zero_copy_only=False)
+        return found & valid
+
+
+def _hash_rows(hashes: Any) -> npt.NDArray[np.uint8]:
+    """Row hashes as an (n, 32) byte array (a null hash's row holds whatever its slot holds)."""
     pa = require_module("pyarrow", "pyarrow", "frameworks")
-    pc = require_module("pyarrow.compute", "pyarrow", "frameworks")
     array = hashes.combine_chunks() if isinstance(hashes, pa.ChunkedArray) else hashes
     if not isinstance(array.type, pa.FixedSizeBinaryType):
-        array = pc.binary_slice(array, 0, 8).cast(pa.binary(8))
-    data = np.frombuffer(_fixed_width_bytes(array), dtype=np.uint8).reshape(-1, array.type.byte_width)
-    return np.ascontiguousarray(data[:, :8]).view("<u8").ravel().astype(np.uint64)
+        array = array.cast(pa.binary(ROW_HASH_BYTES))
+    return np.frombuffer(_fixed_width_bytes(array), dtype=np.uint8).reshape(-1, ROW_HASH_BYTES)
 
 
-def shard_row_keys(folder: Path, version_name: str) -> npt.NDArray[np.uint64]:
-    """The sorted row keys of one version of a shard's store (``ROW_KEYS_FILE``), memory-mapped (the executor's
-    Python workers share them in the page cache), or none when they cannot be read. A hint only: a row whose key is found is checked by its whole hash where its shard compares, so a wrong file
-    costs time (texts sent, or read again), never a wrong index."""
-    path = folder / "documents" / version_name / ROW_KEYS_FILE
+def _keys_of(rows: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
+    return np.ascontiguousarray(rows[:, :8]).view("<u8").ravel().astype(np.uint64)
+
+
+def shard_row_hashes(folder: Path, version_name: str) -> KnownRows:
+    """The row hashes of one version of a shard's store (``ROW_HASHES_FILE``), memory-mapped (the executor's Python
+    workers share them in the page cache), or none when they cannot be read. A hint only: a row found here crosses
+    without its text, and its shard checks it against the rows it keeps, so a wrong file costs time (texts sent,
+    or read again), never a wrong index."""
+    path = folder / "documents" / version_name / ROW_HASHES_FILE
     try:
-        if len(check_npy(path, dtype="<u8")) != 1:
-            return np.zeros(0, dtype=np.uint64)
-        keys: npt.NDArray[np.uint64] = np.load(path, mmap_mode="r", allow_pickle=False)
+        shape = check_npy(path, dtype="|u1")
+        if len(shape) == 2 and shape[1] == ROW_HASH_BYTES:
+            return KnownRows.of(np.load(path, mmap_mode="r", allow_pickle=False))
     except (IndexMismatchError, OSError, ValueError):
-        return np.zeros(0, dtype=np.uint64)
-    return keys
+        pass
+    return KnownRows.of(np.zeros((0, ROW_HASH_BYTES), dtype=np.uint8))
 
 
 def read_shard_table(folder: Path, version_name: str) -> Any:
