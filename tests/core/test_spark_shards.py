@@ -307,6 +307,65 @@ def test_shards_analyse_in_their_writer_unless_their_own_sample_places_otherwise
     assert found == one_index(documents, options)
 
 
+def test_unchanged_shards_are_taken_from_the_snapshots_records(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A request that finds a shard unchanged takes its sample and statistics from the snapshot's record of it
+    instead of reading the shard again, so it is not analysed again under the corpus's placement either (a shard
+    of at most 512 documents first places each text by itself: only the edited one is); every answer equals one
+    index over the corpus of its request."""
+    generator = random.Random(11)
+    documents = random_corpus(generator, 1200)
+    queries = [" ".join(generator.sample(WORDS + GERMAN, 2)) for _ in range(10)]
+    options = {"retrieve_backend": "bm25s", "query_text": queries, "index_shards": 4, "language": "auto"}
+    sharded(corpus_frame(documents, 3), {**options, "index_dir": str(tmp_path)})
+    edited_documents = [dict(document) for document in documents]
+    edited_documents[5]["text"] = "river moon " + str(edited_documents[5]["text"])
+    for corpus, taken, again in ((documents, 4, []), (edited_documents, 3, ["1 of 4"])):
+        caplog.clear()
+        with caplog.at_level("INFO", logger="rag_integration"):
+            found = sharded(corpus_frame(corpus, 3), {**options, "index_dir": str(tmp_path)})
+        messages = [record.getMessage() for record in caplog.records]
+        assert f"index_shards: {taken} unchanged shards taken from the snapshot's records" in messages
+        analysed = [message.split(": ")[1].split(" shards")[0] for message in messages if "analysed again" in message]
+        assert analysed == again
+        assert found == one_index(corpus, options)
+
+
+@pytest.mark.parametrize(
+    "spoiled",
+    [
+        lambda listed: listed["records"]["0"]["statistics"].update(document_count=-1),
+        lambda listed: listed["records"]["0"]["sample"]["least"][0].__setitem__(0, "ab"),
+        lambda listed: listed["records"]["0"]["statistics"].update(terms=10**9),
+        lambda listed: listed["records"].update({"7": listed["records"]["0"]}),
+        lambda listed: listed.update(records=[]),
+    ],
+)
+def test_records_that_cannot_be_read_are_dropped_and_their_shards_read_again(
+    spoiled: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    documents = [{"doc_id": f"d{i:02d}", "text": f"w{i} river stone"} for i in range(40)]
+    options = {"retrieve_backend": "bm25s", "query_text": ["river w3"], "index_shards": 2, "language": "auto"}
+    options["index_dir"] = str(tmp_path)
+    sharded(corpus_frame(documents, 2), options)
+    [snapshot] = (tmp_path / SHARDS_FOLDER).glob("*/*-shards/snapshot")
+    live = snapshot / (snapshot / "CURRENT").read_text(encoding="ascii").strip()
+    listed = json.loads((live / "snapshot.json").read_text(encoding="utf-8"))
+    spoiled(listed)
+    written = json.dumps(listed).encode()
+    (live / "snapshot.json").write_bytes(written)
+    manifest = json.loads((live / "manifest.json").read_text(encoding="ascii"))
+    manifest["files"]["snapshot.json"] = {"bytes": len(written), "sha256": hashlib.sha256(written).hexdigest()}
+    (live / "manifest.json").write_text(json.dumps(manifest), encoding="ascii")
+    with caplog.at_level("INFO", logger="rag_integration"):
+        found = sharded(corpus_frame(documents, 2), options)
+    messages = [record.getMessage() for record in caplog.records]
+    assert any("snapshot's records in" in message and "are not usable" in message for message in messages)
+    assert not any("taken from the snapshot's records" in message for message in messages)
+    assert found == one_index(documents, options)
+
+
 def shard_versions(index_dir: Path) -> dict[str, str]:
     pointers = sorted((index_dir / SHARDS_FOLDER).glob("*/*-shards/shard-*/documents/CURRENT"))
     return {pointer.parent.parent.name: pointer.read_text(encoding="ascii") for pointer in pointers}

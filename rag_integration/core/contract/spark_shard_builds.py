@@ -38,16 +38,17 @@ from rag_integration.core.indexes.shards import (
     ROW_HASH_COLUMN,
     CorpusTerms,
     KnownRows,
+    ShardRecord,
     ShardSet,
     documents_of,
     metadata_json,
     plain_documents,
     read_shard_documents,
     read_shard_table,
+    read_snapshot,
     shard_folder,
     shard_row_hashes,
     shard_table,
-    snapshot_versions,
     write_shard_table,
     write_snapshot,
 )
@@ -75,6 +76,8 @@ class _Written:
     """False for a shard kept as its snapshot version."""
     sent: int = 0
     """How many of its rows reached it with their text."""
+    recorded: bool = False
+    """True for a shard kept unchanged whose sample, statistics and count its snapshot record holds (not made)."""
 
 
 @dataclass(frozen=True)
@@ -95,12 +98,18 @@ def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
     where the corpus changed."""
     settings = {"index": json.loads(json.dumps(dataclasses.asdict(job.index_settings), default=str))}
     settings["shards"] = job.shards
-    previous = snapshot_versions(job.root, settings)
+    snapshot = read_snapshot(job.root, settings)
+    previous, records = (snapshot.versions, snapshot.records) if snapshot is not None else ({}, {})
     selected = _selected(frame, job)
     if previous:
         selected = _sifted(selected, job, previous)
-    done = _run(_spread(selected, job), _writer(job, previous or {}))
+    done = _run(_spread(selected, job), _writer(job, previous, frozenset(records)))
     written = [item for item in done if isinstance(item, _Written)]
+    if any(item.recorded for item in written):
+        LOGGER.info(
+            "index_shards: %d unchanged shards taken from the snapshot's records", sum(i.recorded for i in written)
+        )
+        written = [_from_record(item, records) for item in written]
     changes = {item.shard: item for item in done if isinstance(item, _Change)}
     if changes:
         LOGGER.info("index_shards: %d shards read again the rows whose key was found but not their hash", len(changes))
@@ -124,7 +133,26 @@ def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
     found = [parts.get(position, item.part) for position, item in enumerate(held)]
     statistics = [part for part in found if part is not None]
     terms = CorpusTerms.merged(statistics) if statistics else None
-    return write_snapshot(ShardSet(job.root, numbers, versions, placement, terms), settings)
+    kept = {
+        item.shard: ShardRecord(item.documents, item.sample, part, placed)
+        for item, part in zip(held, found, strict=True)
+    }
+    return write_snapshot(ShardSet(job.root, numbers, versions, placement, terms), settings, kept)
+
+
+def _from_record(item: _Written, records: Mapping[int, ShardRecord]) -> _Written:
+    """A shard kept unchanged with what its snapshot record holds: its statistics were made under ``placed``."""
+    if not item.recorded:
+        return item
+    record = records[item.shard]
+    return dataclasses.replace(
+        item,
+        sample=record.sample,
+        documents=record.documents,
+        part=record.statistics,
+        placed=record.placed,
+        recorded=False,
+    )
 
 
 def partition_keys(shards: int) -> list[int]:
@@ -274,15 +302,16 @@ def _run(spread: SparkFrame, work: Callable[[Iterator[pa.RecordBatch]], Iterator
 
 
 def _writer(
-    job: ShardJob, previous: Mapping[int, str]
+    job: ShardJob, previous: Mapping[int, str], recorded: frozenset[int]
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """Each shard of a partition compared with its version in the previous snapshot (if any) and kept, written with
-    its change applied, or, when a row it needs came without its text, the ``_Change`` to fetch."""
-    return _records(lambda table: _shards_written(job, previous, table))
+    its change applied, or, when a row it needs came without its text, the ``_Change`` to fetch. A kept shard the
+    snapshot holds a record of (``recorded``) is not read further."""
 
+    def written(shard: int, part: pa.Table) -> _Written | _Change:
+        return _shard_written(job, shard, previous.get(shard), part, shard in recorded)
 
-def _shards_written(job: ShardJob, previous: Mapping[int, str], table: pa.Table) -> Iterator[Any]:
-    return _per_shard(job, table, lambda shard, part: _shard_written(job, shard, previous.get(shard), part))
+    return _records(lambda table: _per_shard(job, table, written))
 
 
 def _per_shard(job: ShardJob, table: pa.Table, write: Callable[[int, pa.Table], Any]) -> Iterator[Any]:
@@ -298,9 +327,12 @@ def _per_shard(job: ShardJob, table: pa.Table, write: Callable[[int, pa.Table], 
             yield TaskFailure(error)
 
 
-def _shard_written(job: ShardJob, shard: int, version: str | None, part: pa.Table) -> _Written | _Change:
-    """One shard's rows against its snapshot version by whole row hash: kept when nothing changed, else written as
-    its previous rows without those whose hash is gone and with the new ones."""
+def _shard_written(
+    job: ShardJob, shard: int, version: str | None, part: pa.Table, recorded: bool = False
+) -> _Written | _Change:
+    """One shard's rows against its snapshot version by whole row hash: kept when nothing changed (its sample and
+    statistics made again only when the snapshot has no ``recorded`` ones), else written as its previous rows
+    without those whose hash is gone and with the new ones."""
     import pyarrow.compute as pc
 
     column = job.column
@@ -324,6 +356,8 @@ def _shard_written(job: ShardJob, shard: int, version: str | None, part: pa.Tabl
         gone = pc.invert(pc.is_in(stored.column(ROW_HASH_COLUMN), value_set=hashes.combine_chunks()))
         dropped = frozenset(stored.filter(gone).column("doc_id").to_pylist())
         if not wanted.num_rows and not dropped and version is not None:
+            if recorded:
+                return _Written(shard, version, None, stored.num_rows, None, None, False, sent, recorded=True)
             kept = _made(job, shard, version, documents_of(stored, folder, metadata=False))
             return dataclasses.replace(kept, changed=False, sent=sent)
     change = _Change(shard, None if stored is None else version, None, dropped)

@@ -32,6 +32,7 @@ from rag_integration.core.indexes.store import (
     check_npy,
     current_version,
     intact_claim,
+    load_npy,
     load_version,
     named_version,
     remove_store,
@@ -41,7 +42,12 @@ from rag_integration.core.indexes.store import (
 from rag_integration.core.indexes.term_counts import ANALYSIS_MEMO, EMPTY_TERM, AnalysedCorpus, AnalysisSettings
 from rag_integration.core.options import OptionSpec
 from rag_integration.core.ranking.bm25_scores import CorpusStatistics, TermCountArrays
-from rag_integration.core.text.languages import CorpusLanguages, CorpusPlacement, most_common_language
+from rag_integration.core.text.languages import (
+    CorpusLanguages,
+    CorpusPlacement,
+    PlacementSample,
+    most_common_language,
+)
 
 LOGGER = logging.getLogger("rag_integration")
 INDEX_SHARDS: OptionSpec[int] = OptionSpec(
@@ -61,6 +67,9 @@ DOCUMENTS_KIND = "shard-documents-6"
 """The documents file's format: doc_id, text and metadata strings, each text's digest (``text_digests``) and each
 row's hash (made by Spark, ``core.contract.spark_shard_builds``), sorted by doc_id."""
 SNAPSHOT_KIND = "shard-snapshot"
+RECORD_TERMS_FILE = "record_terms.npy"
+"""Beside a snapshot: each recorded shard's terms as ids into the snapshot's vocabulary, shard after shard."""
+RECORD_FREQUENCIES_FILE = "record_frequencies.npy"
 _DOCUMENT_COLUMNS = ("doc_id", "text", "metadata")
 DIGEST_COLUMN = "digest"
 ROW_HASH_COLUMN = "row_hash"
@@ -107,14 +116,11 @@ def plain_documents(doc_ids: Sequence[str], texts: Sequence[str]) -> list[Docume
 
 def write_shard_table(folder: Path, shard: int, table: Any, *, keep_same: bool = True) -> str:
     """Keep a shard's rows (``shard_table``) as the live version of the store in ``folder``, unless it already holds
-    exactly them (the same file bytes; not checked without ``keep_same``, for rows known to be new); the live
-    version's name."""
+    exactly them (the same row hashes in the same order, which name every row's doc_id, metadata and text; not
+    checked without ``keep_same``, for rows known to be new); the live version's name."""
     pa = require_module("pyarrow", "pyarrow", "frameworks")
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
-    written = sink.getvalue()
-    claim = StoreClaim(DOCUMENTS_KIND, {"shard": shard}, hashlib.sha256(memoryview(written)).hexdigest())
+    hashes = _hash_rows(table.column(ROW_HASH_COLUMN))
+    claim = StoreClaim(DOCUMENTS_KIND, {"shard": shard}, hashlib.sha256(hashes.tobytes()).hexdigest())
     store = folder / "documents"
     if keep_same and intact_claim(store) == claim:
         version = current_version(store)
@@ -122,8 +128,8 @@ def write_shard_table(folder: Path, shard: int, table: Any, *, keep_same: bool =
         return version.name
 
     def save(staging: Path) -> None:
-        (staging / DOCUMENTS_FILE).write_bytes(memoryview(written))
-        hashes = _hash_rows(table.column(ROW_HASH_COLUMN))
+        with pa.OSFile(str(staging / DOCUMENTS_FILE), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
         save_npy(staging / ROW_HASHES_FILE, hashes[np.argsort(_keys_of(hashes), kind="stable")])
 
     return write_store(store, claim, save)
@@ -255,10 +261,30 @@ def read_shard_documents(folder: Path, version_name: str) -> Corpus:
     return documents_of(read_shard_table(folder, version_name), folder)
 
 
-def snapshot_versions(root: Path, settings: Mapping[str, Any]) -> dict[int, str] | None:
-    """The shard versions the live snapshot under ``root`` names, by shard number, when it was written under these
-    ``settings``; None when there is none, or it is of other settings or cannot be read (the shards are then
-    written again, so a broken snapshot costs a rebuild, never a wrong answer)."""
+@dataclass(frozen=True)
+class ShardRecord:
+    """What one shard version gave its snapshot, kept in it so a request that finds the shard unchanged need not
+    read it again: its document count, its part of the ``auto`` sample, and its term statistics (None for a backend
+    scored without them) with the placement key they were made under."""
+
+    documents: int
+    sample: PlacementSample | None
+    statistics: TermStatistics | None
+    placed: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The live snapshot's shard versions by shard number, and the records of those it kept them for."""
+
+    versions: dict[int, str]
+    records: dict[int, ShardRecord]
+
+
+def read_snapshot(root: Path, settings: Mapping[str, Any]) -> Snapshot | None:
+    """The live snapshot under ``root`` when it was written under these ``settings``; None when there is none, or it
+    is of other settings or cannot be read (the shards are then written again, so a broken snapshot costs a rebuild,
+    never a wrong answer). Records that cannot be read are dropped: their shards are read again."""
     store = root / "snapshot"
     try:
         version = current_version(store)
@@ -268,7 +294,7 @@ def snapshot_versions(root: Path, settings: Mapping[str, Any]) -> dict[int, str]
             dataclasses.replace(version.claim, corpus_fingerprint="")
         ):
             return None
-        listed = load_version(version, lambda path: json.loads((path / "snapshot.json").read_text(encoding="utf-8")))
+        listed, arrays = load_version(version, _snapshot_files)
     except (IndexMismatchError, OSError, ValueError, RecursionError) as error:
         LOGGER.warning("index_shards: ignoring the snapshot in %s: %s", store, error)
         return None
@@ -284,7 +310,93 @@ def snapshot_versions(root: Path, settings: Mapping[str, Any]) -> dict[int, str]
     ):
         LOGGER.warning("index_shards: ignoring the snapshot in %s: not a map of shard numbers to versions", store)
         return None
-    return {int(number): name for number, name in shards.items()}
+    versions = {int(number): name for number, name in shards.items()}
+    try:
+        records = _records_of(listed, arrays, set(versions))
+    except (KeyError, TypeError, ValueError, IndexError) as error:
+        LOGGER.warning(
+            "index_shards: reading every shard again, the snapshot's records in %s are not usable: %r", store, error
+        )
+        records = {}
+    return Snapshot(versions, records)
+
+
+def _snapshot_files(path: Path) -> tuple[Any, tuple[npt.NDArray[Any], npt.NDArray[Any]] | None]:
+    listed = json.loads((path / "snapshot.json").read_text(encoding="utf-8"))
+    if not (path / RECORD_TERMS_FILE).exists():
+        return listed, None
+    return listed, (
+        load_npy(path / RECORD_TERMS_FILE, dtype="<i8"),
+        load_npy(path / RECORD_FREQUENCIES_FILE, dtype="<i8"),
+    )
+
+
+def _records_of(
+    listed: dict[str, Any], arrays: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None, shards: set[int]
+) -> dict[int, ShardRecord]:
+    """The snapshot's records, each checked (counts non-negative ints, term ids within its vocabulary, digests of
+    their size): anything else raises, and no record is used."""
+    raw = listed.get("records", {})
+    vocabulary = listed.get("terms")
+    if not isinstance(raw, dict):
+        raise TypeError("records")
+    ids, frequencies = arrays if arrays is not None else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    if ids.ndim != 1 or ids.shape != frequencies.shape or bool(np.any(frequencies < 0)):
+        raise ValueError("record arrays")
+    if len(ids) and (not isinstance(vocabulary, list) or bool(np.any((ids < 0) | (ids >= len(vocabulary))))):
+        raise ValueError("record term ids")
+    records: dict[int, ShardRecord] = {}
+    start = 0
+    for number in sorted(raw, key=int):
+        entry = raw[number]
+        shard = int(number)
+        if shard not in shards or str(shard) != number:
+            raise ValueError(f"record of shard {number}")
+        statistics = None
+        if entry["statistics"] is not None:
+            given = entry["statistics"]
+            size = _count(given["terms"])
+            chosen = ids[start : start + size]
+            if len(chosen) != size:
+                raise IndexError("record terms")
+            statistics = TermStatistics(
+                _count(given["document_count"]),
+                _count(given["total_length"]),
+                tuple(str(vocabulary[term_id]) for term_id in chosen.tolist()),  # type: ignore[index]
+                np.array(frequencies[start : start + size], dtype=np.int64),
+                tuple((_code(code), _count(documents)) for code, documents in given["languages"]),
+            )
+            start += size
+        sample = None
+        if entry["sample"] is not None:
+            least = tuple(
+                (_digest(digest), None if code is None else _code(code)) for digest, code in entry["sample"]["least"]
+            )
+            sample = PlacementSample(_count(entry["sample"]["documents"]), least)
+        placed = None if entry["placed"] is None else tuple(_code(part) for part in entry["placed"])
+        records[shard] = ShardRecord(_count(entry["documents"]), sample, statistics, placed)
+    if start != len(ids):
+        raise ValueError("record terms left over")
+    return records
+
+
+def _count(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"a count, not {value!r}")
+    return value
+
+
+def _code(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"a string, not {value!r}")
+    return value
+
+
+def _digest(value: Any) -> bytes:
+    digest = bytes.fromhex(_code(value))
+    if len(digest) != TEXT_DIGEST_BYTES:
+        raise ValueError("a text digest")
+    return digest
 
 
 def _metadata(listed: str, path: Path) -> Mapping[str, Any]:
@@ -411,9 +523,13 @@ class ShardSet:
         return shard_folder(self.root, self.numbers[position])
 
 
-def write_snapshot(shard_set: ShardSet, settings: Mapping[str, Any]) -> ShardSet:
-    """Record which shard versions and statistics answer together as the live version of ``root/snapshot``."""
+def write_snapshot(
+    shard_set: ShardSet, settings: Mapping[str, Any], records: Mapping[int, ShardRecord] | None = None
+) -> ShardSet:
+    """Record which shard versions and statistics answer together as the live version of ``root/snapshot``, with
+    what each shard version gave (``ShardRecord``, by shard number)."""
     terms = shard_set.terms
+    kept = dict(records or {})
 
     def save(folder: Path) -> None:
         listed: dict[str, Any] = {"shards": dict(zip(map(str, shard_set.numbers), shard_set.versions, strict=True))}
@@ -426,6 +542,40 @@ def write_snapshot(shard_set: ShardSet, settings: Mapping[str, Any]) -> ShardSet
                 main=terms.main,
             )
             save_npy(folder / "frequencies.npy", terms.statistics.frequencies)
+        ids: list[npt.NDArray[np.int64]] = []
+        frequencies: list[npt.NDArray[np.int64]] = []
+        entries: dict[str, Any] = {}
+        for shard in sorted(kept):
+            record = kept[shard]
+            given = record.statistics
+            if given is not None and terms is None:
+                continue
+            if given is not None and terms is not None:
+                ids.append(np.array([terms.vocabulary[term] for term in given.terms], dtype=np.int64))
+                frequencies.append(np.asarray(given.frequencies, dtype=np.int64))
+            entries[str(shard)] = {
+                "documents": record.documents,
+                "placed": None if record.placed is None else list(record.placed),
+                "sample": None
+                if record.sample is None
+                else {
+                    "documents": record.sample.documents,
+                    "least": [[digest.hex(), code] for digest, code in record.sample.least],
+                },
+                "statistics": None
+                if given is None
+                else {
+                    "document_count": given.document_count,
+                    "total_length": given.total_length,
+                    "languages": [list(pair) for pair in given.languages],
+                    "terms": len(given.terms),
+                },
+            }
+        listed["records"] = entries
+        save_npy(folder / RECORD_TERMS_FILE, np.concatenate(ids) if ids else np.zeros(0, np.int64))
+        save_npy(
+            folder / RECORD_FREQUENCIES_FILE, np.concatenate(frequencies) if frequencies else np.zeros(0, np.int64)
+        )
         (folder / "snapshot.json").write_text(json.dumps(listed, ensure_ascii=False), encoding="utf-8")
 
     fingerprint = hashlib.sha256(json.dumps([shard_set.numbers, shard_set.versions]).encode())
