@@ -58,7 +58,6 @@ from rag_integration.core.text.languages import CorpusPlacement, PlacementSample
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame as SparkFrame
-    from pyspark.sql.types import StructField
 
 LOGGER = logging.getLogger("rag_integration")
 
@@ -112,7 +111,7 @@ def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
         written = [_from_record(item, records) for item in written]
     changes = {item.shard: item for item in done if isinstance(item, _Change)}
     if changes:
-        LOGGER.info("index_shards: %d shards read again the rows whose key was found but not their hash", len(changes))
+        LOGGER.info("index_shards: %d shards read again the withheld rows they do not hold", len(changes))
         written += _changed(frame, job, changes)
     if previous:
         changed, sent = sum(item.changed for item in written), sum(item.sent for item in written)
@@ -278,13 +277,6 @@ def _sifted(selected: SparkFrame, job: ShardJob, previous: Mapping[int, str]) ->
             column = ~functions.col("withheld")
         columns.append(column.cast(field.dataType).alias(field.name))
     return sifted.select(*columns)
-
-
-def _nullable(field: StructField) -> StructField:
-    """A withheld row's text and metadata are null, whatever Spark inferred of the columns."""
-    from pyspark.sql.types import StructField
-
-    return StructField(field.name, field.dataType, nullable=True) if field.name in ("text", "metadata") else field
 
 
 @functools.lru_cache(maxsize=256)
