@@ -337,13 +337,14 @@ def _records_of(
     """The snapshot's records, each checked (counts non-negative ints, term ids within its vocabulary, digests of
     their size): anything else raises, and no record is used."""
     raw = listed.get("records", {})
-    vocabulary = listed.get("terms")
+    listed_terms = listed.get("terms")
+    vocabulary: list[Any] = listed_terms if isinstance(listed_terms, list) else []
     if not isinstance(raw, dict):
         raise TypeError("records")
     ids, frequencies = arrays if arrays is not None else (np.zeros(0, np.int64), np.zeros(0, np.int64))
     if ids.ndim != 1 or ids.shape != frequencies.shape or bool(np.any(frequencies < 0)):
         raise ValueError("record arrays")
-    if len(ids) and (not isinstance(vocabulary, list) or bool(np.any((ids < 0) | (ids >= len(vocabulary))))):
+    if bool(np.any((ids < 0) | (ids >= len(vocabulary)))):
         raise ValueError("record term ids")
     records: dict[int, ShardRecord] = {}
     start = 0
@@ -357,12 +358,12 @@ def _records_of(
             given = entry["statistics"]
             size = _count(given["terms"])
             chosen = ids[start : start + size]
-            if len(chosen) != size:
+            if len(chosen) != size or len(np.unique(chosen)) != size:
                 raise IndexError("record terms")
             statistics = TermStatistics(
                 _count(given["document_count"]),
                 _count(given["total_length"]),
-                tuple(str(vocabulary[term_id]) for term_id in chosen.tolist()),  # type: ignore[index]
+                tuple(_code(vocabulary[term_id]) for term_id in chosen.tolist()),
                 np.array(frequencies[start : start + size], dtype=np.int64),
                 tuple((_code(code), _count(documents)) for code, documents in given["languages"]),
             )
