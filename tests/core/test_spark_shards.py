@@ -332,6 +332,34 @@ def test_unchanged_shards_are_taken_from_the_snapshots_records(
         assert found == one_index(corpus, options)
 
 
+@pytest.mark.parametrize("backend", ["tfidf", "faiss", "hybrid_rrf"])
+def test_every_backend_takes_unchanged_shards_from_the_records(
+    backend: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Records hold term statistics (tfidf), none (flat FAISS) or a part of both (hybrid_rrf): a request with no
+    change and one with an edit answer as one index, the unchanged shards taken from their records."""
+    documents = [{"doc_id": f"d{i:02d}", "text": f"the {WORDS[i % 12]} and {WORDS[i % 7]} n{i}"} for i in range(48)]
+    options = {"retrieve_backend": backend, "query_text": ["moon light", "engine oil n7"], "top_k": 4}
+    options.update(index_shards=3, index_dir=str(tmp_path))
+    sharded(corpus_frame(documents, 2), options)
+    edited_documents = [dict(document) for document in documents]
+    edited_documents[7]["text"] = "moon engine n7"
+    for corpus, taken in ((documents, 3), (edited_documents, 2)):
+        caplog.clear()
+        with caplog.at_level("INFO", logger="rag_integration"):
+            found = sharded(corpus_frame(corpus, 2), options)
+        messages = [record.getMessage() for record in caplog.records]
+        assert f"index_shards: {taken} unchanged shards taken from the snapshot's records" in messages
+        expected = one_index(corpus, options)
+        assert [[doc_id for doc_id, _ in query] for query in ranked(found)] == [
+            [doc_id for doc_id, _ in query] for query in ranked(expected)
+        ]
+        for query_found, query_expected in zip(ranked(found), ranked(expected), strict=True):
+            assert [score for _, score in query_found] == pytest.approx(
+                [score for _, score in query_expected], rel=1e-6
+            )
+
+
 @pytest.mark.parametrize(
     "spoiled",
     [
