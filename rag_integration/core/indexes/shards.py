@@ -61,8 +61,8 @@ INDEX_SHARDS: OptionSpec[int] = OptionSpec(
 SHARDS_FOLDER = "shards"
 DOCUMENTS_FILE = "documents.arrow"
 ROW_HASHES_FILE = "row_hashes.npy"
-"""Beside a shard's documents: its rows' hashes as 32-byte rows ordered by key (``row_keys``), which a request
-reads to withhold the text of rows that are unchanged (``known_rows``)."""
+"""Beside a shard's documents: its rows' hashes as 32-byte rows ordered by their first 8 bytes, which a request
+reads to withhold the text of rows that are unchanged (``KnownRows``)."""
 DOCUMENTS_KIND = "shard-documents-6"
 """The documents file's format: doc_id, text and metadata strings, each text's digest (``text_digests``) and each
 row's hash (made by Spark, ``core.contract.spark_shard_builds``), sorted by doc_id."""
