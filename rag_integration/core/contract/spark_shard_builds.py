@@ -75,8 +75,6 @@ class _Written:
     """False for a shard kept as its snapshot version."""
     sent: int = 0
     """How many of its rows reached it with their text."""
-    recorded: bool = False
-    """True for a shard kept unchanged whose sample, statistics and count its snapshot record holds (not made)."""
 
 
 @dataclass(frozen=True)
@@ -104,10 +102,9 @@ def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
         selected = _sifted(selected, job, previous)
     done = _run(_spread(selected, job), _writer(job, previous, frozenset(records)))
     written = [item for item in done if isinstance(item, _Written)]
-    if any(item.recorded for item in written):
-        LOGGER.info(
-            "index_shards: %d unchanged shards taken from the snapshot's records", sum(i.recorded for i in written)
-        )
+    recorded = sum(not item.changed and item.shard in records for item in written)
+    if recorded:
+        LOGGER.info("index_shards: %d unchanged shards taken from the snapshot's records", recorded)
         written = [_from_record(item, records) for item in written]
     changes = {item.shard: item for item in done if isinstance(item, _Change)}
     if changes:
@@ -140,18 +137,12 @@ def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
 
 
 def _from_record(item: _Written, records: Mapping[int, ShardRecord]) -> _Written:
-    """A shard kept unchanged with what its snapshot record holds: its statistics were made under ``placed``."""
-    if not item.recorded:
+    """A shard kept unchanged with what its snapshot record holds (its writer made none of it): its statistics were
+    made under ``placed``."""
+    record = records.get(item.shard)
+    if item.changed or record is None:
         return item
-    record = records[item.shard]
-    return dataclasses.replace(
-        item,
-        sample=record.sample,
-        documents=record.documents,
-        part=record.statistics,
-        placed=record.placed,
-        recorded=False,
-    )
+    return dataclasses.replace(item, sample=record.sample, part=record.statistics, placed=record.placed)
 
 
 def partition_keys(shards: int) -> list[int]:
@@ -281,7 +272,7 @@ def _sifted(selected: SparkFrame, job: ShardJob, previous: Mapping[int, str]) ->
 
 @functools.lru_cache(maxsize=256)
 def _stored_rows(folder: str, version: str) -> KnownRows:
-    """A snapshot shard version's row hashes, read once per executor process."""
+    """A snapshot shard version's row hashes, read once per Python worker."""
     return shard_row_hashes(Path(folder), version)
 
 
@@ -349,7 +340,7 @@ def _shard_written(
         dropped = frozenset(stored.filter(gone).column("doc_id").to_pylist())
         if not wanted.num_rows and not dropped and version is not None:
             if recorded:
-                return _Written(shard, version, None, stored.num_rows, None, None, False, sent, recorded=True)
+                return _Written(shard, version, None, stored.num_rows, None, None, changed=False, sent=sent)
             kept = _made(job, shard, version, documents_of(stored, folder, metadata=False))
             return dataclasses.replace(kept, changed=False, sent=sent)
     change = _Change(shard, None if stored is None else version, None, dropped)
@@ -415,8 +406,8 @@ def _records(
 
 
 def _sorted_rows(table: pa.Table, column: str) -> pa.Table:
-    """A shard's rows from the frame as doc_id, text, metadata JSON and row hash, sorted by doc_id (UTF-8's byte order is the code point order Python sorts by), each checked as
-    ``read_document`` checks a document dict."""
+    """A shard's rows from the frame as doc_id, text, metadata JSON and row hash, sorted by doc_id (UTF-8's byte
+    order is the code point order Python sorts by), each checked as ``read_document`` checks a document dict."""
     import pyarrow as pa
     import pyarrow.compute as pc
 

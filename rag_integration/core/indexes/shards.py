@@ -137,19 +137,15 @@ def write_shard_table(folder: Path, shard: int, table: Any, *, keep_same: bool =
 
 @dataclass(frozen=True)
 class KnownRows:
-    """The row hashes one version of a shard holds (``shard_row_hashes``): ordered by key, looked up whole."""
+    """The row hashes one version of a shard holds (``shard_row_hashes``), found by key and compared whole. A hint:
+    a hash it misses (two hashes sharing a key, a file out of order) only sends that row's text."""
 
     hashes: npt.NDArray[np.uint8]
     keys: npt.NDArray[np.uint64]
-    repeated: frozenset[int]
-    """Keys more than one stored hash shares (SHA-256 all but never gives one): their rows compare one by one."""
 
     @classmethod
     def of(cls, hashes: npt.NDArray[np.uint8]) -> KnownRows:
-        keys = _keys_of(hashes)
-        if bool(np.any(keys[1:] < keys[:-1])):
-            raise ValueError("row hashes out of key order")
-        return cls(hashes, keys, frozenset(keys[1:][keys[1:] == keys[:-1]].tolist()))
+        return cls(hashes, _keys_of(hashes))
 
     def found(self, hashes: Any) -> npt.NDArray[np.bool_]:
         """For each row hash (Arrow binary, null for a row not hashed), whether this version holds it whole."""
@@ -158,14 +154,8 @@ class KnownRows:
         if not len(self.keys) or not len(array):
             return np.zeros(len(array), dtype=bool)
         asked = _hash_rows(array)
-        keys = _keys_of(asked)
-        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        at = np.minimum(np.searchsorted(self.keys, _keys_of(asked)), len(self.keys) - 1)
         found: npt.NDArray[np.bool_] = np.all(self.hashes[at] == asked, axis=1)
-        if self.repeated:
-            shared = list(self.repeated)
-            whole = {bytes(row) for row in self.hashes[np.isin(self.keys, shared)]}
-            for position in np.flatnonzero(np.isin(keys, shared)).tolist():
-                found[position] = bytes(asked[position]) in whole
         valid: npt.NDArray[np.bool_] = array.is_valid().to_numpy(zero_copy_only=False)
         return found & valid
 
@@ -549,9 +539,8 @@ def write_snapshot(
         for shard in sorted(kept):
             record = kept[shard]
             given = record.statistics
-            if given is not None and terms is None:
-                continue
-            if given is not None and terms is not None:
+            if given is not None:
+                assert terms is not None  # the corpus's terms are the sum of the shards' statistics
                 ids.append(np.array([terms.vocabulary[term] for term in given.terms], dtype=np.int64))
                 frequencies.append(np.asarray(given.frequencies, dtype=np.int64))
             entries[str(shard)] = {

@@ -151,12 +151,6 @@ def passage_rows(hits: Hits, documents: Sequence[Document], return_metadata: boo
     return rows
 
 
-def best_positive_hits(scores: npt.NDArray[np.floating[Any]], depth: int) -> Hits:
-    """Up to ``depth`` of the highest positive scores as ``(position, score)`` hits, in no particular order
-    (``best_positive_hits_of_rows`` of one row)."""
-    return best_positive_hits_of_rows(scores[np.newaxis, :], depth)[0]
-
-
 def best_positive_hits_of_rows(scores: npt.NDArray[np.floating[Any]], depth: int) -> list[Hits]:
     """For each row of a 2-D array, up to ``depth`` of its highest positive scores as ``(position, score)`` hits.
 

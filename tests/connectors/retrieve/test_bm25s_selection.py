@@ -13,7 +13,7 @@ import Stemmer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_integration.core.ranking.passages import best_positive_hits, best_positive_hits_of_rows
+from rag_integration.core.ranking.passages import best_positive_hits_of_rows
 from rag_integration.feature_groups.connectors.retrieve import Bm25sRetriever
 from rag_integration.feature_groups.connectors.retrieve.bm25s_retriever import BM25_METHODS
 from rag_integration.testing.runner import run_feature
@@ -28,7 +28,7 @@ WORDS = [f"w{number}" for number in range(60)]
 @settings(max_examples=300, deadline=None)
 def test_best_positive_hits_are_the_top_positive_scores(values: list[float], depth: int) -> None:
     scores = np.asarray(values, dtype=np.float32)
-    hits = best_positive_hits(scores, depth)
+    hits = best_positive_hits_of_rows(scores[np.newaxis, :], depth)[0]
     positive = sorted((value for value in values if value > 0), reverse=True)
     assert sorted((score for _, score in hits), reverse=True) == positive[:depth]
     assert len({position for position, _ in hits}) == len(hits)
@@ -50,7 +50,7 @@ def test_the_block_bound_keeps_every_top_score_of_long_arrays(seed: int, depth: 
     scores[generator.random(size) < zeros] = 0.0
     if seed % 2:
         scores[: 3 * depth] = scores.max() + generator.integers(1, 4, size=3 * depth)
-    hits = best_positive_hits(scores, depth)
+    hits = best_positive_hits_of_rows(scores[np.newaxis, :], depth)[0]
     positive = sorted(scores[scores > 0].tolist(), reverse=True)
     assert sorted((score for _, score in hits), reverse=True) == positive[:depth]
     assert len({position for position, _ in hits}) == len(hits)
