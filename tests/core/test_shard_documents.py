@@ -4,17 +4,20 @@ beside them, and a file of another shape, even under a valid manifest, refused w
 from __future__ import annotations
 
 import hashlib
+import pickle
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from rag_integration.core.documents.corpus import Corpus, Document, text_digests
+from rag_integration.core.documents.corpus import Corpus, Document, text_digests, texts_of
 from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.indexes.shards import (
     DOCUMENTS_FILE,
     DOCUMENTS_KIND,
     ROW_HASH_BYTES,
+    ArrowStrings,
+    ShardDocuments,
     read_shard_documents,
     shard_table,
     write_shard_table,
@@ -45,6 +48,40 @@ def test_documents_read_back_with_the_digests_of_their_texts(tmp_path: Path) -> 
     assert list(found) == DOCUMENTS
     assert text_digests(found) == text_digests([Document(d.doc_id, d.text) for d in DOCUMENTS])
     assert written(tmp_path) == version
+
+
+def test_read_back_documents_are_made_one_at_a_time_from_the_columns_and_act_as_a_list(tmp_path: Path) -> None:
+    found = read_shard_documents(tmp_path, written(tmp_path))
+    columns = found.columns
+    assert isinstance(columns, ShardDocuments)
+    assert texts_of(found) is columns.texts
+    assert list(texts_of(found)) == [document.text for document in DOCUMENTS]
+    assert [found[position] for position in range(-3, 3)] == DOCUMENTS + DOCUMENTS
+    assert found[2].metadata == {"year": 2020} and found[0].metadata == {}
+    assert list(found[1:]) == DOCUMENTS[1:] and list(columns[::-1]) == DOCUMENTS[::-1]
+    assert columns.texts[-1] == "" and list(columns.texts[:2]) == [DOCUMENTS[0].text, DOCUMENTS[1].text]
+    for position in (3, -4):
+        with pytest.raises(IndexError):
+            found[position]
+    assert found == Corpus(DOCUMENTS) and found.fingerprint == Corpus(DOCUMENTS).fingerprint
+    assert pickle.loads(pickle.dumps(found)) == Corpus(DOCUMENTS)
+    assert columns.nbytes >= sum(len(document.text.encode()) for document in DOCUMENTS)
+
+
+def test_a_column_iterated_in_batches_gives_every_value_once() -> None:
+    values = [f"text {number}" for number in range(ArrowStrings.BATCH * 2 + 5)]
+    chunks = [pa.array(values[:7], pa.large_string()), pa.array(values[7:], pa.large_string())]
+    strings = ArrowStrings(pa.chunked_array(chunks))
+    assert list(strings) == values and len(strings) == len(values)
+    assert strings[ArrowStrings.BATCH + 1] == values[ArrowStrings.BATCH + 1] and strings[-1] == values[-1]
+
+
+def test_stored_metadata_that_is_not_json_is_a_typed_error_when_the_shard_is_read(tmp_path: Path) -> None:
+    rows = {**TEXTS, "metadata": pa.array(["{not json"], pa.large_string())}
+    rows |= {"digest": pa.array([bytes(16)], pa.binary(16)), "row_hash": pa.array([bytes(32)], pa.binary(32))}
+    version = _stored(tmp_path, pa.table(rows))
+    with pytest.raises(IndexMismatchError):
+        read_shard_documents(tmp_path, version)
 
 
 def _stored(folder: Path, table: pa.Table) -> str:

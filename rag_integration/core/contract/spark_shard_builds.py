@@ -32,7 +32,7 @@ import numpy as np
 
 from rag_integration.core.contract.frames import PYSPARK_PANDAS_WARNING
 from rag_integration.core.contract.spark_shards import ShardJob, TaskFailure, allocating, collected, on_tasks
-from rag_integration.core.documents.corpus import Corpus, Document, text_digests
+from rag_integration.core.documents.corpus import Corpus, Document, text_digests, texts_of
 from rag_integration.core.errors import ConnectorError, DuplicateDocIdError, IndexMismatchError, InvalidOptionError
 from rag_integration.core.indexes.shards import (
     ROW_HASH_COLUMN,
@@ -474,7 +474,7 @@ def _made(job: ShardJob, shard: int, version: str, documents: Corpus) -> _Writte
     placement (the corpus's is known once every shard has answered)."""
     sample = own = None
     if job.language == AUTO:
-        sample = PlacementSample.of([document.text for document in documents], text_digests(documents))
+        sample = PlacementSample.of(texts_of(documents), text_digests(documents))
         own = CorpusPlacement.merged([sample])
     part = job.backend.shard_part(documents, job.index_settings, shard_folder(job.root, shard), own)
     return _Written(shard, version, sample, len(documents), part, None if own is None else own.key)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from rag_integration.core.contract.frames import PYSPARK_PANDAS_WARNING, PyArrowAdapter
 from rag_integration.core.contract.schema import Shape
 from rag_integration.core.contract.spark import with_answer_column
-from rag_integration.core.documents.corpus import Document, MetadataFilter
+from rag_integration.core.documents.corpus import Corpus, Document, MetadataFilter
 from rag_integration.core.errors import ConnectorError, InvalidOptionError
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey, approximate_bytes
 from rag_integration.core.indexes.shards import (
@@ -59,7 +59,9 @@ class ShardedIndex:
 
     @property
     def nbytes(self) -> int:
-        return approximate_bytes(self.index) + sum(len(document.text) for document in self.documents)
+        columns = self.documents.columns if isinstance(self.documents, Corpus) else None
+        texts = columns.nbytes if columns is not None else sum(len(document.text) for document in self.documents)
+        return approximate_bytes(self.index) + texts
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import json
 import struct
@@ -195,6 +196,30 @@ def text_digests(documents: Sequence[Document]) -> list[bytes]:
     ]
 
 
+def texts_of(documents: Sequence[Document]) -> Sequence[str]:
+    """The documents' texts: taken from their column when they are kept as columns (``DocumentColumns``), whose
+    documents are made one at a time, else listed."""
+    columns = documents.columns if isinstance(documents, Corpus) else documents
+    if isinstance(columns, DocumentColumns):
+        return columns.texts
+    return [document.text for document in documents]
+
+
+class DocumentColumns(Sequence[Document]):
+    """Documents kept as columns, as a store read them back, each made a ``Document`` only when asked for: a query
+    over a shard of millions needs a few of them, and its analysis only their digests."""
+
+    @property
+    @abc.abstractmethod
+    def texts(self) -> Sequence[str]:
+        """The texts, by position, without making the documents."""
+
+    @property
+    @abc.abstractmethod
+    def nbytes(self) -> int:
+        """What the columns hold in memory."""
+
+
 TEXT_DIGEST_BYTES = 16
 MAX_KEPT_PARTS = 16
 """Parts of a ``Corpus`` (what one set of principals may read) it keeps, so a repeated request does not cut again."""
@@ -263,7 +288,7 @@ class Corpus(Sequence[Document]):
         raw = documents  # anything but a sequence or another iterable is refused by read_documents, typed
         if isinstance(documents, Iterable) and not isinstance(documents, (Sequence, Mapping)):
             raw = list(documents)
-        self._documents: tuple[Document, ...] = tuple(map(_own_readers, read_documents(raw, option)))
+        self._documents: Sequence[Document] = tuple(map(_own_readers, read_documents(raw, option)))
         self._fingerprint: str | None = None
         self._text_digests: list[bytes] | None = None
         self._option = option
@@ -280,12 +305,7 @@ class Corpus(Sequence[Document]):
             kept = documents._parts.get(key)
             if kept is not None:
                 return kept
-        part = cls.__new__(cls)
-        part._documents = tuple(documents[position] for position in positions)
-        part._fingerprint = None
-        part._text_digests = None
-        part._labels = None
-        part._parts = {}
+        part = cls._holding(tuple(documents[position] for position in positions))
         part._option = documents._option if isinstance(documents, Corpus) else "corpus"
         if isinstance(documents, Corpus):
             if documents._text_digests is not None:
@@ -300,9 +320,29 @@ class Corpus(Sequence[Document]):
     def read_back(cls, documents: Sequence[Document], digests: list[bytes]) -> Corpus:
         """Documents a store checked when it wrote them, with the text digests it kept: neither validated nor hashed
         again."""
-        corpus = cls.part_of(documents, range(len(documents)))
+        if isinstance(documents, DocumentColumns):
+            corpus = cls._holding(documents)
+        else:
+            corpus = cls.part_of(documents, range(len(documents)))
         corpus._text_digests = digests
         return corpus
+
+    @classmethod
+    def _holding(cls, documents: Sequence[Document]) -> Corpus:
+        """A corpus of ``documents`` as they are: already validated, held without a copy."""
+        corpus = cls.__new__(cls)
+        corpus._documents = documents
+        corpus._fingerprint = None
+        corpus._text_digests = None
+        corpus._labels = None
+        corpus._parts = {}
+        corpus._option = "corpus"
+        return corpus
+
+    @property
+    def columns(self) -> DocumentColumns | None:
+        """The columns the documents are made from, for a corpus read back as columns (``read_back``), else None."""
+        return self._documents if isinstance(self._documents, DocumentColumns) else None
 
     @property
     def labels(self) -> Labels:
@@ -343,7 +383,9 @@ class Corpus(Sequence[Document]):
 
     def __eq__(self, other: object) -> bool:
         return (
-            isinstance(other, Corpus) and other.fingerprint == self.fingerprint and other._documents == self._documents
+            isinstance(other, Corpus)
+            and other.fingerprint == self.fingerprint
+            and tuple(other._documents) == tuple(self._documents)
         )
 
     def __hash__(self) -> int:

@@ -14,17 +14,18 @@ import hashlib
 import itertools
 import json
 import logging
+import operator
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
 
-from rag_integration.core.documents.corpus import TEXT_DIGEST_BYTES, Corpus, Document, text_digests
+from rag_integration.core.documents.corpus import TEXT_DIGEST_BYTES, Corpus, Document, DocumentColumns, text_digests
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
 from rag_integration.core.extras import require_module
 from rag_integration.core.indexes.store import (
@@ -219,17 +220,101 @@ def read_shard_table(folder: Path, version_name: str) -> Any:
 
 
 def documents_of(table: Any, path: Path, *, metadata: bool = True) -> Corpus:
-    """The documents of a shard's rows (``read_shard_table``), holding the stored digests: the store's manifest
-    vouches for them, as it does for the analysed terms kept beside them. Without ``metadata``, text alone: what
-    analysis and embedding read."""
-    doc_ids, texts = table.column("doc_id").to_pylist(), table.column("text").to_pylist()
+    """The documents of a shard's rows (``read_shard_table``) as its columns (``ShardDocuments``), holding the
+    stored digests: the store's manifest vouches for them, as it does for the analysed terms kept beside them. The
+    metadata of every row that has some is read now, so a store's bad JSON is found when it is read. Without
+    ``metadata``, text alone: what analysis and embedding read."""
+    pc = require_module("pyarrow.compute", "pyarrow", "frameworks")
+    values: dict[int, Mapping[str, Any]] = {}
     if metadata:
-        listed = table.column("metadata").to_pylist()
-        values = [_NO_METADATA if item == "{}" else _metadata(item, path) for item in listed]
-        documents = list(map(Document._make, zip(doc_ids, texts, values)))
-    else:
-        documents = plain_documents(doc_ids, texts)
+        column = table.column("metadata")
+        positions = np.flatnonzero(pc.not_equal(column, "{}").to_numpy(zero_copy_only=False))
+        listed = column.take(positions).to_pylist()
+        values = {position: _metadata(item, path) for position, item in zip(positions.tolist(), listed, strict=True)}
+    documents = ShardDocuments(table.column("doc_id"), table.column("text"), values)
     return Corpus.read_back(documents, fixed_width_values(table.column(DIGEST_COLUMN)))
+
+
+class ShardDocuments(DocumentColumns):
+    """A shard's documents as its store's Arrow columns, memory-mapped: a document is made when it is asked for, so
+    a query makes its hits, not the shard's millions."""
+
+    __slots__ = ("_doc_ids", "_metadata", "_texts")
+
+    def __init__(self, doc_ids: Any, texts: Any, metadata: Mapping[int, Mapping[str, Any]]) -> None:
+        self._doc_ids = ArrowStrings(doc_ids)
+        self._texts = ArrowStrings(texts)
+        self._metadata = metadata
+
+    @property
+    def texts(self) -> Sequence[str]:
+        return self._texts
+
+    @property
+    def nbytes(self) -> int:
+        return self._doc_ids.nbytes + self._texts.nbytes
+
+    def __len__(self) -> int:
+        return len(self._doc_ids)
+
+    @overload
+    def __getitem__(self, index: int) -> Document: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Document]: ...
+
+    def __getitem__(self, index: int | slice) -> Document | Sequence[Document]:
+        if isinstance(index, slice):
+            return [self[position] for position in range(*index.indices(len(self)))]
+        position = self._doc_ids.position(index)
+        return Document(self._doc_ids[position], self._texts[position], self._metadata.get(position, _NO_METADATA))
+
+    def __iter__(self) -> Iterator[Document]:
+        metadata = self._metadata
+        for start, (doc_id, text) in enumerate(zip(self._doc_ids, self._texts, strict=True)):
+            yield Document(doc_id, text, metadata.get(start, _NO_METADATA))
+
+
+class ArrowStrings(Sequence[str]):
+    """An Arrow string column as a sequence of str, each made when it is asked for (and in batches when iterated)."""
+
+    __slots__ = ("_column",)
+    BATCH = 8192
+
+    def __init__(self, column: Any) -> None:
+        self._column = column
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._column.nbytes)
+
+    def __len__(self) -> int:
+        return len(self._column)
+
+    def position(self, index: int) -> int:
+        """``index`` as a position from the start, or the ``IndexError`` a list raises."""
+        position = operator.index(index)
+        if position < 0:
+            position += len(self._column)
+        if not 0 <= position < len(self._column):
+            raise IndexError("document index out of range")
+        return position
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        if isinstance(index, slice):
+            return [self[position] for position in range(*index.indices(len(self)))]
+        value: str = self._column[self.position(index)].as_py()
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        for start in range(0, len(self._column), self.BATCH):
+            yield from self._column.slice(start, self.BATCH).to_pylist()
 
 
 def fixed_width_values(column: Any) -> list[bytes]:

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from rag_integration.core.documents.corpus import TEXT_DIGEST_BYTES, Document, text_digests
+from rag_integration.core.documents.corpus import TEXT_DIGEST_BYTES, Document, text_digests, texts_of
 from rag_integration.core.errors import ConnectorError, IndexMismatchError
 from rag_integration.core.extras import require_module
 from rag_integration.core.indexes.cache import in_view
@@ -146,7 +146,7 @@ class AnalysisMemo:
         settings (in memory, else stored in ``folder``) analysed under the same placement. A store that cannot be
         written is an error when ``required`` (the store is what the caller keeps in ``folder``), else logged. A
         shard of a larger corpus passes that corpus's ``placement`` (``CorpusPlacement``) instead of its own."""
-        texts = [document.text for document in documents]
+        texts = texts_of(documents)
         digests = text_digests(documents)
         joined = b"".join(digests)
         store = None if folder is None else _store_of(Path(folder), settings, joined)

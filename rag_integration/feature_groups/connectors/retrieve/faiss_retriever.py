@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rag_integration.core.documents.corpus import Document
+from rag_integration.core.documents.corpus import Document, texts_of
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
 from rag_integration.core.indexes.cache import building_into, keeping_in
 from rag_integration.core.indexes.embedders import EMBEDDING_MODEL, QueryVectors, get_embedder
@@ -122,7 +122,7 @@ class FaissDenseRetriever(BaseRetrieveConnector[FaissDenseSettings, FaissDenseIn
     @classmethod
     def build_index(cls, documents: Sequence[Document], settings: FaissDenseIndexSettings) -> FaissIndex:
         embedder = get_embedder(settings.embedding_model_option)
-        vectors = EMBEDDING_MEMO.embed(embedder, [document.text for document in documents], building_into())
+        vectors = EMBEDDING_MEMO.embed(embedder, texts_of(documents), building_into())
         return FaissIndex(build_faiss_index(vectors, settings.faiss, "faiss"), settings, QueryVectors(embedder))
 
     @classmethod
@@ -135,7 +135,7 @@ class FaissDenseRetriever(BaseRetrieveConnector[FaissDenseSettings, FaissDenseIn
         cls, documents: Sequence[Document], settings: FaissDenseIndexSettings, folder: Path, placement: object
     ) -> None:
         """The shard's embeddings, kept in its folder for ``shard_index``: vectors need no corpus statistics."""
-        EMBEDDING_MEMO.embed(get_embedder(settings.embedding_model_option), [d.text for d in documents], folder)
+        EMBEDDING_MEMO.embed(get_embedder(settings.embedding_model_option), texts_of(documents), folder)
 
     @classmethod
     def shard_index(

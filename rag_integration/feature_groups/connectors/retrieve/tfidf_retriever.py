@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from rag_integration.core.documents.corpus import Document
+from rag_integration.core.documents.corpus import Document, texts_of
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
 from rag_integration.core.extras import require_module
 from rag_integration.core.indexes.cache import building_into
@@ -83,7 +83,7 @@ class TfidfRetriever(BaseRetrieveConnector[TfidfSettings, TfidfSettings, TfidfIn
                 ANALYSIS_MEMO.analyse(documents, AnalysisSettings(settings.language, True), building_into()), settings
             )
         vectorizer = _vectorizer(settings)
-        terms, languages = analyse_texts([document.text for document in documents], settings.language)
+        terms, languages = analyse_texts(list(texts_of(documents)), settings.language)
         analysed = [_with_ngrams(document_terms, settings.ngram_max) for document_terms in terms]
         try:
             matrix = vectorizer.fit_transform(analysed)
