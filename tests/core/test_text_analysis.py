@@ -4,7 +4,10 @@ for scripts without spaces, each language's stemmer and stopwords, and auto-dete
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rag_integration.core.errors import InvalidOptionError
 from rag_integration.core.text.analysis import (
@@ -173,3 +176,22 @@ def test_text_is_read_in_its_compatibility_form(written: str, typed: str) -> Non
     for language in ("en", "de", "ja", "und"):
         analyzer = analyzer_for(language)
         assert analyzer.terms(written)[-len(analyzer.terms(typed)) :] == analyzer.terms(typed)
+
+
+@given(
+    previous=st.lists(st.sampled_from(["ar", "de", "en", "hi", "ja", "zh"]), max_size=30),
+    picks=st.lists(st.one_of(st.none(), st.integers(0, 29)), max_size=40),
+    added_from=st.lists(st.sampled_from(["de", "en", "fr", "ru", "und"]), min_size=40, max_size=40),
+)
+def test_languages_gathered_from_a_previous_corpus_equal_those_listed_one_by_one(
+    previous: list[str], picks: list[int | None], added_from: list[str]
+) -> None:
+    """An updated corpus's languages (rows kept from the previous corpus, new documents' codes in order) made from
+    the previous corpus's bytes are exactly ``of`` the codes listed document by document: languages no document
+    holds any longer leave, the main language is the most common (ties by code)."""
+    before = CorpusLanguages.of(previous)
+    rows = [pick % len(previous) if pick is not None and previous else -1 for pick in picks]
+    added = added_from[: sum(row < 0 for row in rows)]
+    codes = iter(added)
+    listed = [before.of_document(row) if row >= 0 else next(codes) for row in rows]
+    assert CorpusLanguages.gathered(before, np.array(rows, dtype=np.int64), added) == CorpusLanguages.of(listed)

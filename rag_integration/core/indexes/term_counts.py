@@ -290,17 +290,13 @@ def _analysed(
     fresh = _count_rows(ids, len(vocabulary))
     if previous is None:
         counts = fresh
-        languages = codes
+        languages = CorpusLanguages.of(codes)
     else:
-        new_codes = iter(codes)
-        of_document = previous.languages.of_document
-        languages = [of_document(row) if row >= 0 else next(new_codes) for row in source.tolist()]
+        languages = CorpusLanguages.gathered(previous.languages, source, codes)
         source[missing] = previous.counts.document_count + np.arange(len(missing))
         counts = _rows_of((previous.counts, fresh), source, len(vocabulary))
     counts, vocabulary = _without_unused_terms(counts, vocabulary)
-    analysed = AnalysedCorpus(
-        counts, vocabulary, joined, CorpusLanguages.of(languages), placement.key, placement.detections
-    )
+    analysed = AnalysedCorpus(counts, vocabulary, joined, languages, placement.key, placement.detections)
     return analysed, len(missing)
 
 

@@ -15,6 +15,7 @@ from itertools import chain
 from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from rag_integration.core.documents.corpus import Document, text_digests
 from rag_integration.core.text.analysis import (
@@ -118,6 +119,28 @@ class CorpusLanguages:
         languages = tuple(sorted(set(codes)))
         position = {code: index for index, code in enumerate(languages)}
         return cls(languages, most_common_language(codes), bytes(position[code] for code in codes))
+
+    @classmethod
+    def gathered(cls, previous: CorpusLanguages, rows: npt.NDArray[np.int64], added: Sequence[str]) -> CorpusLanguages:
+        """``of`` the languages of ``previous``'s documents at ``rows``, with ``added`` taken in order where a row is
+        negative (a new document), made from the one byte each document has rather than a code per document."""
+        combined = (*previous.languages, *sorted(set(added)))
+        new_position = {
+            code: len(previous.languages) + index for index, code in enumerate(combined[len(previous.languages) :])
+        }
+        positions = np.empty(len(rows), dtype=np.int64)
+        known = rows >= 0
+        positions[known] = np.frombuffer(previous.documents, dtype=np.uint8)[rows[known]]
+        positions[~known] = np.array([new_position[code] for code in added], dtype=np.int64)
+        languages = tuple(sorted({combined[position] for position in np.unique(positions).tolist()}))
+        if not languages:
+            return cls((), UNDETERMINED)
+        order = {code: index for index, code in enumerate(languages)}
+        table = np.array([order.get(code, 0) for code in combined], dtype=np.uint8)
+        documents = table[positions]
+        counts = np.bincount(documents, minlength=len(languages)).tolist()
+        main = min(range(len(languages)), key=lambda index: (-counts[index], languages[index]))
+        return cls(languages, languages[main], documents.tobytes())
 
     def of_document(self, position: int) -> str:
         return self.languages[self.documents[position]]
