@@ -271,8 +271,8 @@ class ShardDocuments(DocumentColumns):
 
     def __iter__(self) -> Iterator[Document]:
         metadata = self._metadata
-        for start, (doc_id, text) in enumerate(zip(self._doc_ids, self._texts, strict=True)):
-            yield Document(doc_id, text, metadata.get(start, _NO_METADATA))
+        for position, (doc_id, text) in enumerate(zip(self._doc_ids, self._texts, strict=True)):
+            yield Document(doc_id, text, metadata.get(position, _NO_METADATA))
 
 
 class ArrowStrings(Sequence[str]):
