@@ -30,7 +30,7 @@ from rag_integration.core.contract.spark_shard_builds import (
 )
 from rag_integration.core.contract.spark_shards import ShardJob
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, MissingOptionError
-from rag_integration.core.indexes.shards import ROW_HASHES_FILE, SHARDS_FOLDER
+from rag_integration.core.indexes.shards import DOCUMENTS_FILE, ROW_HASHES_FILE, SHARDS_FOLDER, read_shard_documents
 from rag_integration.core.options import OptionReader
 from rag_integration.evaluation.datasets import load_dataset
 from rag_integration.feature_groups.connectors.retrieve import (
@@ -286,6 +286,33 @@ def test_a_broken_snapshot_is_built_again(tmp_path: Path, caplog: pytest.LogCapt
         found = sharded(corpus_frame(documents, 2), options)
     assert any("ignoring the snapshot" in record.getMessage() for record in caplog.records)
     assert found == one_index(documents, options)
+
+
+def test_a_damaged_documents_file_of_an_unchanged_shard_is_written_again(tmp_path: Path) -> None:
+    """A request that finds a shard's rows unchanged still reads them to compare, checked against the manifest: a
+    documents file damaged in place (its size kept) is found then and the shard written again from the frame (its
+    withheld texts read again) as a new version, which later requests keep; each answers as one index."""
+    documents = [{"doc_id": f"d{i:02d}", "text": f"w{i} river stone"} for i in range(40)]
+    options = {"retrieve_backend": "bm25s", "query_text": ["river w3"], "index_shards": 2, "index_dir": str(tmp_path)}
+    sharded(corpus_frame(documents, 2), options)
+    [store] = (tmp_path / SHARDS_FOLDER).glob("*/*-shards/shard-0/documents")
+
+    def live() -> str:
+        return (store / "CURRENT").read_text(encoding="ascii").strip()
+
+    damaged_version = live()
+    damaged = store / damaged_version / DOCUMENTS_FILE
+    data = bytearray(damaged.read_bytes())
+    position = data.index(b"river")
+    data[position : position + 5] = b"rivet"
+    damaged.write_bytes(bytes(data))
+    assert sharded(corpus_frame(documents, 2), options) == one_index(documents, options)
+    written_again = live()
+    assert written_again != damaged_version
+    texts = [document.text for document in read_shard_documents(store.parent, written_again)]
+    assert texts and all(text.endswith(" river stone") for text in texts)
+    assert sharded(corpus_frame(documents, 2), options) == one_index(documents, options)
+    assert live() == written_again
 
 
 @pytest.mark.parametrize(("shards", "again"), [(2, None), (4, "4 of 4")])
