@@ -47,7 +47,7 @@ from rag_integration.core.text.languages import (
     CorpusLanguages,
     CorpusPlacement,
     PlacementSample,
-    most_common_language,
+    most_common_of,
 )
 
 LOGGER = logging.getLogger("rag_integration")
@@ -542,7 +542,7 @@ class CorpusTerms:
         statistics = CorpusStatistics(
             sum(part.document_count for part in parts), sum(part.total_length for part in parts), frequencies
         )
-        main = most_common_language(code for code, count in per_language.items() for _ in range(count))
+        main = most_common_of(per_language)
         return cls(vocabulary, statistics, tuple(sorted(per_language)), main)
 
     @property
@@ -628,24 +628,7 @@ def write_snapshot(
                 assert terms is not None  # the corpus's terms are the sum of the shards' statistics
                 ids.append(np.array([terms.vocabulary[term] for term in given.terms], dtype=np.int64))
                 frequencies.append(np.asarray(given.frequencies, dtype=np.int64))
-            entries[str(shard)] = {
-                "documents": record.documents,
-                "placed": None if record.placed is None else list(record.placed),
-                "sample": None
-                if record.sample is None
-                else {
-                    "documents": record.sample.documents,
-                    "least": [[digest.hex(), code] for digest, code in record.sample.least],
-                },
-                "statistics": None
-                if given is None
-                else {
-                    "document_count": given.document_count,
-                    "total_length": given.total_length,
-                    "languages": [list(pair) for pair in given.languages],
-                    "terms": len(given.terms),
-                },
-            }
+            entries[str(shard)] = _listed_record(record)
         listed["records"] = entries
         save_npy(folder / RECORD_TERMS_FILE, np.concatenate(ids) if ids else np.zeros(0, np.int64))
         save_npy(
@@ -659,6 +642,28 @@ def write_snapshot(
     claim = StoreClaim(SNAPSHOT_KIND, dict(settings), fingerprint.hexdigest())
     name = write_store(shard_set.root / "snapshot", claim, save)
     return dataclasses.replace(shard_set, snapshot=name)
+
+
+def _listed_record(record: ShardRecord) -> dict[str, Any]:
+    """A shard record as the snapshot's JSON lists it (``_records_of`` reads it back); its term ids and frequencies
+    go to the snapshot's arrays."""
+    sample, given = record.sample, record.statistics
+    listed_sample = None
+    if sample is not None:
+        listed_sample = {
+            "documents": sample.documents,
+            "least": [[digest.hex(), code] for digest, code in sample.least],
+        }
+    statistics = None
+    if given is not None:
+        statistics = {
+            "document_count": given.document_count,
+            "total_length": given.total_length,
+            "languages": [list(pair) for pair in given.languages],
+            "terms": len(given.terms),
+        }
+    placed = None if record.placed is None else list(record.placed)
+    return {"documents": record.documents, "placed": placed, "sample": listed_sample, "statistics": statistics}
 
 
 def forget_shards(index_dir: Path, doomed: Callable[[str, Mapping[str, Any]], bool]) -> int:

@@ -99,10 +99,15 @@ def detect_language(text: str, among: Collection[str] = ()) -> str | None:
 
 def most_common_language(codes: Iterable[str]) -> str:
     """The most frequent code (ties by code), or ``und`` for none."""
-    counts = Counter(codes)
-    if not counts:
+    return most_common_of(Counter(codes))
+
+
+def most_common_of(counts: Mapping[str, int]) -> str:
+    """``most_common_language`` of codes given by how many documents each has (codes of none left out)."""
+    held = [code for code, count in counts.items() if count > 0]
+    if not held:
         return UNDETERMINED
-    return min(counts, key=lambda code: (-counts[code], code))
+    return min(held, key=lambda code: (-counts[code], code))
 
 
 @dataclass(frozen=True)
@@ -139,8 +144,7 @@ class CorpusLanguages:
         table = np.array([order.get(code, 0) for code in combined], dtype=np.uint8)
         documents = table[positions]
         counts = np.bincount(documents, minlength=len(languages)).tolist()
-        main = min(range(len(languages)), key=lambda index: (-counts[index], languages[index]))
-        return cls(languages, languages[main], documents.tobytes())
+        return cls(languages, most_common_of(dict(zip(languages, counts, strict=True))), documents.tobytes())
 
     def of_document(self, position: int) -> str:
         return self.languages[self.documents[position]]
