@@ -636,10 +636,19 @@ def test_forget_removes_every_shard_that_held_the_document(tmp_path: Path) -> No
     assert sharded(corpus_frame(remaining, 2), options) == one_index(remaining, options)
 
 
-def test_added_rows_merge_into_a_shards_kept_rows_in_doc_id_order() -> None:
-    generator = random.Random(5)
+@pytest.mark.parametrize("seed", range(6))
+def test_added_rows_merge_into_a_shards_kept_rows_in_doc_id_order(seed: int) -> None:
+    generator = random.Random(seed)
     ids = sorted({"".join(generator.choice("aZé海0") for _ in range(generator.randint(1, 4))) for _ in range(300)})
-    chosen = set(generator.sample(ids, 40))
-    kept = pa.table({"doc_id": [doc_id for doc_id in ids if doc_id not in chosen]})
-    added = pa.table({"doc_id": sorted(chosen)})
-    assert _merged(kept, added).column("doc_id").to_pylist() == ids
+    previous_ids = sorted(generator.sample(ids, generator.randint(0, len(ids))))
+    dropped = frozenset(generator.sample(previous_ids, generator.randint(0, len(previous_ids))))
+    kept = [doc_id for doc_id in previous_ids if doc_id not in dropped]
+    new = sorted(generator.sample([doc_id for doc_id in ids if doc_id not in kept], generator.randint(0, 40)))
+    previous = pa.table({"doc_id": pa.array(previous_ids, pa.large_string()), "n": range(len(previous_ids))})
+    added = pa.table({"doc_id": pa.array(new, pa.large_string()), "n": range(-len(new), 0)})
+    merged = _merged(previous, dropped, added)
+    assert merged.column("doc_id").to_pylist() == sorted(kept + new)
+    position = {doc_id: n for doc_id, n in zip(previous_ids, range(len(previous_ids)))}
+    position.update(zip(new, range(-len(new), 0)))
+    assert merged.column("n").to_pylist() == [position[doc_id] for doc_id in sorted(kept + new)]
+    assert merged.schema == previous.schema and all(column.num_chunks <= 1 for column in merged.columns)

@@ -437,9 +437,6 @@ def _require_documents(table: pa.Table, column: str) -> None:
 def _change_written(job: ShardJob, change: _Change, rows: pa.Table, stored: pa.Table | None = None) -> _Written:
     """A shard written as ``rows`` (``_sorted_rows``), or as its previous version's rows (``stored``, else read)
     without the dropped ones and with ``rows``; the frame must give exactly the rows a change asked for."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     doc_ids, texts = rows.column("doc_id").to_pylist(), rows.column("text").to_pylist()
     if change.wanted is not None and dict(zip(doc_ids, rows.column(ROW_HASH_COLUMN).to_pylist())) != change.wanted:
         raise _frame_changed(job.column)
@@ -450,23 +447,32 @@ def _change_written(job: ShardJob, change: _Change, rows: pa.Table, stored: pa.T
     folder = shard_folder(job.root, change.shard)
     if change.version is not None:
         previous = read_shard_table(folder, change.version) if stored is None else stored
-        dropped = pa.array(sorted(change.dropped), pa.large_string())
-        kept = previous.filter(pc.invert(pc.is_in(previous.column("doc_id"), dropped)))
-        table = _merged(kept, table)
+        table = _merged(previous, change.dropped, table)
         documents = documents_of(table, folder, metadata=False)
     version = write_shard_table(folder, change.shard, table, keep_same=change.version is None)
     return _made(job, change.shard, version, documents)
 
 
-def _merged(kept: pa.Table, added: pa.Table) -> pa.Table:
-    """Two tables of rows sorted by doc_id, with no doc_id in both, as one sorted table: each added row taken in
-    before the first kept row whose doc_id is greater (a merge, not a sort of the whole shard)."""
+def _merged(previous: pa.Table, dropped: frozenset[str], added: pa.Table) -> pa.Table:
+    """Two tables of rows sorted by doc_id as one sorted table: ``previous`` without the rows ``dropped`` names, each
+    added row taken in before the first previous row whose doc_id is greater (no added doc_id is among the kept). A
+    merge, not a sort: the kept rows are sliced a run at a time and the result copied once."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    kept_ids = kept.column("doc_id").to_pylist()
-    before = [bisect.bisect_left(kept_ids, doc_id) for doc_id in added.column("doc_id").to_pylist()]
-    order = np.insert(np.arange(kept.num_rows), before, kept.num_rows + np.arange(added.num_rows))
-    return pa.concat_tables([kept, added]).take(order)
+    previous_ids = previous.column("doc_id")
+    gone = pc.is_in(previous_ids, pa.array(sorted(dropped), previous_ids.type)) if dropped else None
+    kept = np.arange(previous.num_rows) if gone is None else np.flatnonzero(~gone.to_numpy(zero_copy_only=False))
+    listed = previous_ids.to_pylist()
+    before = [bisect.bisect_left(listed, doc_id) for doc_id in added.column("doc_id").to_pylist()]
+    order = np.insert(kept, np.searchsorted(kept, before), previous.num_rows + np.arange(added.num_rows))
+    if not len(order):
+        return previous.slice(0, 0)
+    rows = pa.concat_tables([previous, added])
+    breaks = np.flatnonzero(np.diff(order) != 1) + 1
+    starts, ends = order[np.concatenate([[0], breaks])], order[np.concatenate([breaks, [len(order)]]) - 1] + 1
+    runs = [rows.slice(start, end - start) for start, end in zip(starts.tolist(), ends.tolist(), strict=True)]
+    return pa.concat_tables(runs).combine_chunks()
 
 
 def _made(job: ShardJob, shard: int, version: str, documents: Corpus) -> _Written:

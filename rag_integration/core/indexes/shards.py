@@ -28,6 +28,7 @@ import numpy.typing as npt
 from rag_integration.core.documents.corpus import TEXT_DIGEST_BYTES, Corpus, Document, DocumentColumns, text_digests
 from rag_integration.core.errors import IndexMismatchError, InvalidOptionError
 from rag_integration.core.extras import require_module
+from rag_integration.core.indexes.digest_index import DigestIndex
 from rag_integration.core.indexes.store import (
     StoreClaim,
     check_npy,
@@ -131,32 +132,30 @@ def write_shard_table(folder: Path, shard: int, table: Any, *, keep_same: bool =
     def save(staging: Path) -> None:
         with pa.OSFile(str(staging / DOCUMENTS_FILE), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)
-        save_npy(staging / ROW_HASHES_FILE, hashes[np.argsort(_keys_of(hashes), kind="stable")])
+        save_npy(staging / ROW_HASHES_FILE, hashes[DigestIndex.of(hashes).rows])
 
     return write_store(store, claim, save)
 
 
 @dataclass(frozen=True)
 class KnownRows:
-    """The row hashes one version of a shard holds (``shard_row_hashes``), found by key and compared whole. A hint:
-    a hash it misses (two hashes sharing a key, a file out of order) only sends that row's text."""
+    """The row hashes one version of a shard holds (``shard_row_hashes``, kept in key order), found by key and
+    compared whole. A hint: a hash it misses (two hashes sharing a key, a file out of order) only sends that row's
+    text."""
 
-    hashes: npt.NDArray[np.uint8]
-    keys: npt.NDArray[np.uint64]
+    index: DigestIndex
 
     @classmethod
     def of(cls, hashes: npt.NDArray[np.uint8]) -> KnownRows:
-        return cls(hashes, _keys_of(hashes))
+        return cls(DigestIndex.of(hashes, by_key=True))
 
     def found(self, hashes: Any) -> npt.NDArray[np.bool_]:
         """For each row hash (Arrow binary, null for a row not hashed), whether this version holds it whole."""
         pa = require_module("pyarrow", "pyarrow", "frameworks")
         array = hashes.combine_chunks() if isinstance(hashes, pa.ChunkedArray) else hashes
-        if not len(self.keys) or not len(array):
-            return np.zeros(len(array), dtype=bool)
-        asked = _hash_rows(array)
-        at = np.minimum(np.searchsorted(self.keys, _keys_of(asked)), len(self.keys) - 1)
-        found: npt.NDArray[np.bool_] = np.all(self.hashes[at] == asked, axis=1)
+        if not len(array):
+            return np.zeros(0, dtype=bool)
+        found: npt.NDArray[np.bool_] = self.index.rows_of(_hash_rows(array)) >= 0
         valid: npt.NDArray[np.bool_] = array.is_valid().to_numpy(zero_copy_only=False)
         return found & valid
 
@@ -168,10 +167,6 @@ def _hash_rows(hashes: Any) -> npt.NDArray[np.uint8]:
     if not isinstance(array.type, pa.FixedSizeBinaryType):
         array = array.cast(pa.binary(ROW_HASH_BYTES))
     return np.frombuffer(_fixed_width_bytes(array), dtype=np.uint8).reshape(-1, ROW_HASH_BYTES)
-
-
-def _keys_of(rows: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
-    return np.ascontiguousarray(rows[:, :8]).view("<u8").ravel().astype(np.uint64)
 
 
 def shard_row_hashes(folder: Path, version_name: str) -> KnownRows:

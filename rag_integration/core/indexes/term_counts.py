@@ -27,6 +27,7 @@ from rag_integration.core.errors import ConnectorError, IndexMismatchError
 from rag_integration.core.extras import require_module
 from rag_integration.core.indexes.cache import in_view
 from rag_integration.core.indexes.corpus_languages import load_corpus_languages, save_corpus_languages
+from rag_integration.core.indexes.digest_index import DigestIndex, as_rows
 from rag_integration.core.indexes.retention import (
     BoundedLru,
     Limit,
@@ -96,14 +97,18 @@ class AnalysedCorpus:
         return counts.indptr.nbytes + counts.terms.nbytes + counts.counts.nbytes + len(self.digests) * 2
 
     @functools.cached_property
-    def row_of(self) -> dict[bytes, int]:
-        """Each text digest's row."""
-        return {digest: row for row, digest in enumerate(self.digest_list())}
+    def digest_index(self) -> DigestIndex:
+        """Where each text digest's row is."""
+        return DigestIndex.of_bytes(self.digests, TEXT_DIGEST_BYTES)
+
+    def rows_of(self, joined: bytes) -> npt.NDArray[np.int64]:
+        """For each text digest in ``joined``, its row here, or -1 for a text not analysed here."""
+        return self.digest_index.rows_of(as_rows(joined, TEXT_DIGEST_BYTES))
 
     def shared(self, digests: Sequence[bytes]) -> float:
         """The share of an evenly spaced sample of these texts that is analysed here."""
         sample = digests[:: max(1, len(digests) // SHARED_SAMPLE)]
-        return sum(digest in self.row_of for digest in sample) / len(sample) if sample else 1.0
+        return float(np.mean(self.rows_of(b"".join(sample)) >= 0)) if sample else 1.0
 
     def digest_list(self) -> list[bytes]:
         return [
@@ -281,8 +286,7 @@ def _analysed(
     """The corpus analysed, texts ``previous`` holds taken from it (their rows, languages) and the rest analysed;
     with how many texts were analysed. ``joined`` is the digests as one bytes string."""
     vocabulary = {EMPTY_TERM: 0} if previous is None else dict(previous.vocabulary)
-    rows = {} if previous is None else previous.row_of
-    source = np.array([rows.get(digest, -1) for digest in digests], dtype=np.int64)
+    source = np.full(len(digests), -1, dtype=np.int64) if previous is None else previous.rows_of(joined)
     missing = np.flatnonzero(source < 0)
     ids, codes = analyse_corpus(
         texts, settings.language, vocabulary, stem=settings.stem, placement=placement, positions=missing.tolist()
