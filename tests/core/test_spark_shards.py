@@ -28,7 +28,7 @@ from rag_integration.core.contract.spark_shard_builds import (
     partition_keys,
     spark_hash,
 )
-from rag_integration.core.contract.spark_shards import ShardJob
+from rag_integration.core.contract.spark_shards import ARROW_BATCH_SIZES, ShardJob, arrow_batches
 from rag_integration.core.errors import ConnectorError, InvalidOptionError, MissingOptionError
 from rag_integration.core.indexes.shards import DOCUMENTS_FILE, ROW_HASHES_FILE, SHARDS_FOLDER, read_shard_documents
 from rag_integration.core.options import OptionReader
@@ -652,3 +652,24 @@ def test_added_rows_merge_into_a_shards_kept_rows_in_doc_id_order(seed: int) -> 
     position.update(zip(new, range(-len(new), 0)))
     assert merged.column("n").to_pylist() == [position[doc_id] for doc_id in sorted(kept + new)]
     assert merged.schema == previous.schema and all(column.num_chunks <= 1 for column in merged.columns)
+
+
+def test_a_shard_job_runs_with_larger_arrow_batches_and_leaves_the_sessions_own_sizes_alone(tmp_path: Path) -> None:
+    session = spark_test_session()
+    records, size = "spark.sql.execution.arrow.maxRecordsPerBatch", "spark.sql.execution.arrow.maxBytesPerBatch"
+    assert session.conf.get(records, None) is None and session.conf.get(size, None) is None
+    with arrow_batches(session):
+        assert {key: session.conf.get(key) for key in ARROW_BATCH_SIZES} == ARROW_BATCH_SIZES
+    assert session.conf.get(records, None) is None and session.conf.get(size, None) is None
+    documents = [{"doc_id": f"d{number}", "text": f"river w{number % 7} bank"} for number in range(40)]
+    options = {"retrieve_backend": "bm25s", "query_text": ["river w3"], "index_shards": 3, "index_dir": str(tmp_path)}
+    session.conf.set(records, "3")
+    try:
+        with arrow_batches(session):
+            assert session.conf.get(records) == "3" and session.conf.get(size) == ARROW_BATCH_SIZES[size]
+        assert sharded(corpus_frame(documents, 2), options) == one_index(documents, options)
+        documents[5] = {"doc_id": "d5", "text": "river w3 w3 changed"}
+        assert sharded(corpus_frame(documents, 2), options) == one_index(documents, options)
+        assert session.conf.get(records) == "3" and session.conf.get(size, None) is None
+    finally:
+        session.conf.unset(records)

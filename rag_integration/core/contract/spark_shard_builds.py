@@ -31,7 +31,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rag_integration.core.contract.frames import PYSPARK_PANDAS_WARNING
-from rag_integration.core.contract.spark_shards import ShardJob, TaskFailure, allocating, collected, on_tasks
+from rag_integration.core.contract.spark_shards import (
+    ShardJob,
+    TaskFailure,
+    allocating,
+    arrow_batches,
+    collected,
+    on_tasks,
+)
 from rag_integration.core.documents.corpus import Corpus, Document, text_digests, texts_of
 from rag_integration.core.errors import ConnectorError, DuplicateDocIdError, IndexMismatchError, InvalidOptionError
 from rag_integration.core.indexes.shards import (
@@ -100,7 +107,8 @@ def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
     selected = _selected(frame, job)
     if previous:
         selected = _sifted(selected, job, previous)
-    done = _run(_spread(selected, job), _writer(job, previous, frozenset(records)))
+    with arrow_batches(frame.sparkSession):
+        done = _run(_spread(selected, job), _writer(job, previous, frozenset(records)))
     written = [item for item in done if isinstance(item, _Written)]
     recorded = sum(not item.changed and item.shard in records for item in written)
     if recorded:
@@ -109,7 +117,8 @@ def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
     changes = {item.shard: item for item in done if isinstance(item, _Change)}
     if changes:
         LOGGER.info("index_shards: %d shards read again the withheld rows they do not hold", len(changes))
-        written += _changed(frame, job, changes)
+        with arrow_batches(frame.sparkSession):
+            written += _changed(frame, job, changes)
     if previous:
         changed, sent = sum(item.changed for item in written), sum(item.sent for item in written)
         rows = sum(item.documents for item in written)

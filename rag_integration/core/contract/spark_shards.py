@@ -198,6 +198,29 @@ def allocating() -> Iterator[None]:
             gc.enable()
 
 
+ARROW_BATCH_SIZES = {
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+    "spark.sql.execution.arrow.maxBytesPerBatch": str(64 * 1024 * 1024),
+}
+"""Arrow batch sizes for the shard writers' job: the sift's Arrow UDF pays about 10 ms a batch, more than 10,000 of
+its 36-byte rows cost, so Spark's default 10,000-row batches took about a second of a 1M-row request on two cores.
+The byte cap keeps a batch of long texts small."""
+
+
+@contextlib.contextmanager
+def arrow_batches(session: Any) -> Iterator[None]:
+    """``ARROW_BATCH_SIZES`` in ``session`` while a shard job runs, each unless the session sets its own; unset after.
+    Another job running meanwhile in the same session gets these batch sizes too: only its speed can change."""
+    chosen = [key for key in ARROW_BATCH_SIZES if session.conf.get(key, None) is None]
+    for key in chosen:
+        session.conf.set(key, ARROW_BATCH_SIZES[key])
+    try:
+        yield
+    finally:
+        for key in chosen:
+            session.conf.unset(key)
+
+
 def carried(work: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
     """``work`` on an executor with a typed error returned as a record: Spark would turn it into an untyped one."""
 
