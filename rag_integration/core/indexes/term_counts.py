@@ -353,14 +353,15 @@ def _without_unused_terms(
 ) -> tuple[TermCountArrays, dict[str, int]]:
     """Terms no document holds any longer leave the vocabulary (ids renumbered in order), so it holds exactly the
     terms a build from scratch would: a query's terms, and so its scores, are then the same."""
-    used = np.bincount(counts.terms, minlength=len(vocabulary)) > 0
+    used = np.zeros(len(vocabulary), dtype=bool)
+    used[counts.terms] = True
     used[vocabulary[EMPTY_TERM]] = True
     if used.all():
         return counts, vocabulary
-    renumbered = np.cumsum(used) - 1
+    renumbered = (np.cumsum(used) - 1).astype(np.int32)
     keep, new_ids = used.tolist(), renumbered.tolist()
     remaining = {term: new_ids[term_id] for term, term_id in vocabulary.items() if keep[term_id]}
-    terms = renumbered[counts.terms].astype(np.int32)
+    terms = renumbered[counts.terms]
     return TermCountArrays(counts.indptr, terms, counts.counts, len(remaining)), remaining
 
 
