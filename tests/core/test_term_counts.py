@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -76,3 +77,23 @@ def test_a_large_corpus_changed_by_one_percent_reads_one_percent() -> None:
     updated = memo.analyse(corpus_of(changed), SETTINGS[0])
     assert memo.stats.analysed - before == 20
     same(updated, AnalysisMemo().analyse(corpus_of(changed), SETTINGS[0]))
+
+
+def test_stored_rows_must_hold_known_terms_each_once_and_in_order() -> None:
+    from rag_integration.core.indexes.term_counts import _consistent_rows
+
+    def consistent(rows: list[list[int]], vocabulary: int = 9) -> bool:
+        lengths = [len(row) for row in rows]
+        indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        terms = np.array([term for row in rows for term in row], dtype=np.int32)
+        return _consistent_rows(indptr, terms, np.ones(len(terms), dtype=np.int32), vocabulary)
+
+    assert consistent([[1, 4, 8], [], [2], [1, 3]])
+    assert consistent([[8], [1], [], [1]])  # a row may start below where the one before ended
+    assert consistent([])
+    assert not consistent([[1, 4, 4]])  # a term twice in a row
+    assert not consistent([[1], [5, 3]])  # out of order
+    assert not consistent([[2, 9]])  # not in the vocabulary
+    assert not consistent([[0, 2]])  # the empty term is never counted
+    indptr, terms = np.array([0, 2, 1, 3]), np.array([1, 2, 3], dtype=np.int32)
+    assert not _consistent_rows(indptr, terms, np.ones(3, dtype=np.int32), 9)  # rows going backwards

@@ -561,7 +561,8 @@ class CorpusTerms:
         """A shard's document languages among the corpus's, with the corpus's main language."""
         position = {code: index for index, code in enumerate(self.languages)}
         own = analysed.languages
-        mapped = bytes(position[own.languages[index]] for index in own.documents)
+        table = np.array([position[code] for code in own.languages], dtype=np.uint8)
+        mapped = table[np.frombuffer(own.documents, dtype=np.uint8)].tobytes()
         return CorpusLanguages(self.languages, self.main, mapped)
 
 

@@ -483,10 +483,10 @@ def _consistent_rows(indptr: np.ndarray, terms: np.ndarray, counts: np.ndarray, 
         return True
     if int(terms.min()) < 1 or int(terms.max()) >= vocabulary_size or int(counts.min()) < 1:
         return False
-    within_row = np.ones(len(terms) - 1, dtype=bool)
+    steps = np.diff(terms)
     boundaries = indptr[1:-1]
-    within_row[boundaries[(boundaries > 0) & (boundaries < len(terms))] - 1] = False
-    return bool((np.diff(terms)[within_row] > 0).all())
+    steps[boundaries[(boundaries > 0) & (boundaries < len(terms))] - 1] = 1  # a row's first term follows any other
+    return bool((steps > 0).all())
 
 
 ANALYSIS_MEMO = AnalysisMemo(MEMO_ENTRIES, MEMO_BYTES.read())
