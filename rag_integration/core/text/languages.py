@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from rag_integration.core.documents.corpus import Document, text_digests
+from rag_integration.core.documents.corpus import TEXT_DIGEST_BYTES, Document, text_digests
 from rag_integration.core.text.analysis import (
     AUTO,
     UNDETERMINED,
@@ -260,7 +260,8 @@ def corpus_placement(
 def _least_digests(digests: Sequence[bytes]) -> list[int]:
     """The positions of the ``SAMPLE_DOCUMENTS`` texts with the least digests (their first 8 bytes, ties by
     position), in that order: the sample ``auto`` places a large corpus by."""
-    leading = np.frombuffer(b"".join(digest[:8] for digest in digests), dtype=">u8")
+    rows = np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(len(digests), TEXT_DIGEST_BYTES)
+    leading = np.ascontiguousarray(rows[:, :8]).view(">u8").ravel()
     chosen: list[int] = np.argsort(leading, kind="stable")[:SAMPLE_DOCUMENTS].tolist()
     return chosen
 
