@@ -122,3 +122,20 @@ def test_a_documents_file_whose_doc_ids_repeat_or_are_out_of_order_is_a_typed_er
         version = _stored(tmp_path / str(number), pa.table(columns))
         with pytest.raises(IndexMismatchError, match="unique and in order"):
             read_shard_documents(tmp_path / str(number), version)
+
+
+def test_a_shards_languages_map_to_the_corpus_languages_its_documents_hold() -> None:
+    from rag_integration.core.indexes.shards import CorpusTerms
+    from rag_integration.core.indexes.term_counts import AnalysedCorpus
+    from rag_integration.core.text.languages import CorpusLanguages
+
+    corpus = CorpusTerms({}, None, ("de", "en"), "en")  # type: ignore[arg-type]
+
+    def mapped(languages: tuple[str, ...], documents: bytes) -> bytes:
+        analysed = AnalysedCorpus(None, {}, b"", CorpusLanguages(languages, languages[0], documents), (), {})  # type: ignore[arg-type]
+        return corpus.corpus_languages(analysed).documents
+
+    assert mapped(("en", "fr"), b"\0\0\0") == b"\1\1\1"  # a listed language no document holds is not looked up
+    assert mapped(("de", "en"), b"\1\0\1") == b"\1\0\1"
+    with pytest.raises(IndexMismatchError):
+        mapped(("en", "fr"), b"\0\1")

@@ -673,3 +673,14 @@ def test_a_shard_job_runs_with_larger_arrow_batches_and_leaves_the_sessions_own_
         assert session.conf.get(records) == "3" and session.conf.get(size, None) is None
     finally:
         session.conf.unset(records)
+
+
+def test_a_value_set_during_a_shard_job_outlives_it() -> None:
+    session = spark_test_session()
+    records = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    try:
+        with arrow_batches(session):
+            session.conf.set(records, "777")
+        assert session.conf.get(records) == "777"
+    finally:
+        session.conf.unset(records)

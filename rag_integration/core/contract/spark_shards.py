@@ -209,16 +209,18 @@ The byte cap keeps a batch of long texts small."""
 
 @contextlib.contextmanager
 def arrow_batches(session: Any) -> Iterator[None]:
-    """``ARROW_BATCH_SIZES`` in ``session`` while a shard job runs, each unless the session sets its own; unset after.
-    Another job running meanwhile in the same session gets these batch sizes too: only its speed can change."""
+    """``ARROW_BATCH_SIZES`` in ``session`` while a shard job runs, each unless the session sets its own; unset after
+    (unless someone set another value meanwhile). Another job running meanwhile in the same session gets these batch
+    sizes too: only its speed can change."""
     chosen = [key for key in ARROW_BATCH_SIZES if session.conf.get(key, None) is None]
-    for key in chosen:
-        session.conf.set(key, ARROW_BATCH_SIZES[key])
     try:
+        for key in chosen:
+            session.conf.set(key, ARROW_BATCH_SIZES[key])
         yield
     finally:
         for key in chosen:
-            session.conf.unset(key)
+            if session.conf.get(key, None) == ARROW_BATCH_SIZES[key]:
+                session.conf.unset(key)
 
 
 def carried(work: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:

@@ -561,8 +561,14 @@ class CorpusTerms:
         """A shard's document languages among the corpus's, with the corpus's main language."""
         position = {code: index for index, code in enumerate(self.languages)}
         own = analysed.languages
-        table = np.array([position[code] for code in own.languages], dtype=np.uint8)
-        mapped = table[np.frombuffer(own.documents, dtype=np.uint8)].tobytes()
+        documents = np.frombuffer(own.documents, dtype=np.uint8)
+        table = np.zeros(len(own.languages), dtype=np.uint8)
+        for index in np.unique(documents).tolist():  # the languages its documents hold, not every one it lists
+            code = own.languages[index]
+            if code not in position:  # stored terms that disagree with the snapshot's statistics
+                raise IndexMismatchError("index_dir", code, "a shard's document languages among the corpus's")
+            table[index] = position[code]
+        mapped = table[documents].tobytes()
         return CorpusLanguages(self.languages, self.main, mapped)
 
 
