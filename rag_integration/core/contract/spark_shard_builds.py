@@ -107,8 +107,7 @@ def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
     selected = _selected(frame, job)
     if previous:
         selected = _sifted(selected, job, previous)
-    with arrow_batches(frame.sparkSession):
-        done = _run(_spread(selected, job), _writer(job, previous, frozenset(records)))
+    done = _run(_spread(selected, job), _writer(job, previous, frozenset(records)))
     written = [item for item in done if isinstance(item, _Written)]
     recorded = sum(not item.changed and item.shard in records for item in written)
     if recorded:
@@ -117,8 +116,7 @@ def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
     changes = {item.shard: item for item in done if isinstance(item, _Change)}
     if changes:
         LOGGER.info("index_shards: %d shards read again the withheld rows they do not hold", len(changes))
-        with arrow_batches(frame.sparkSession):
-            written += _changed(frame, job, changes)
+        written += _changed(frame, job, changes)
     if previous:
         changed, sent = sum(item.changed for item in written), sum(item.sent for item in written)
         rows = sum(item.documents for item in written)
@@ -286,11 +284,14 @@ def _stored_rows(folder: str, version: str) -> KnownRows:
 
 
 def _run(spread: SparkFrame, work: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]) -> list[Any]:
-    """``work`` over each partition of ``spread`` on the executors; the records it returned, or its typed error."""
+    """``work`` over each partition of ``spread`` on the executors, in ``arrow_batches``; the records it returned, or
+    its typed error."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=PYSPARK_PANDAS_WARNING, category=FutureWarning)
         results = spread.mapInArrow(work, "result binary")
-    return collected([pickle.loads(row[0]) for row in results.collect()])
+    with arrow_batches(spread.sparkSession):
+        rows = results.collect()
+    return collected([pickle.loads(row[0]) for row in rows])
 
 
 def _writer(

@@ -26,10 +26,6 @@ class DigestIndex:
         rows = np.arange(len(keys), dtype=np.int64) if by_key else np.argsort(keys, kind="stable").astype(np.int64)
         return cls(digests, keys if by_key else keys[rows], rows)
 
-    @classmethod
-    def of_bytes(cls, joined: bytes, width: int) -> DigestIndex:
-        return cls.of(as_rows(joined, width))
-
     def rows_of(self, asked: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
         """For each asked digest (an (m, width) byte array), its row among the indexed ones, or -1."""
         if not len(self.keys) or not len(asked):

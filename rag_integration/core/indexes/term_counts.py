@@ -99,7 +99,7 @@ class AnalysedCorpus:
     @functools.cached_property
     def digest_index(self) -> DigestIndex:
         """Where each text digest's row is."""
-        return DigestIndex.of_bytes(self.digests, TEXT_DIGEST_BYTES)
+        return DigestIndex.of(as_rows(self.digests, TEXT_DIGEST_BYTES))
 
     def rows_of(self, joined: bytes) -> npt.NDArray[np.int64]:
         """For each text digest in ``joined``, its row here, or -1 for a text not analysed here."""
