@@ -684,3 +684,65 @@ def test_a_value_set_during_a_shard_job_outlives_it() -> None:
         assert session.conf.get(records) == "777"
     finally:
         session.conf.unset(records)
+
+
+@pytest.mark.parametrize("case", ["same", "edited", "removed", "added", "hashes damaged", "documents damaged"])
+def test_an_unchanged_recorded_shard_is_kept_by_its_row_hashes_without_reading_its_documents(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shard whose rows all arrive withheld and whose snapshot records it is kept when its checked row hashes are
+    exactly the arriving ones; any other rows, or a version whose files fail their manifest, read the documents."""
+    from rag_integration.core.contract import spark_shard_builds
+    from rag_integration.core.documents.corpus import Corpus, Document
+    from rag_integration.core.indexes.shards import read_shard_table, shard_folder, shard_table, write_shard_table
+
+    documents = [Document(f"d{number}", f"river w{number} bank") for number in range(6)]
+    hashes = [hashlib.sha256(document.text.encode()).digest() for document in documents]
+    rows = {
+        "doc_id": pa.array([document.doc_id for document in documents]),
+        "text": pa.array([document.text for document in documents]),
+        "metadata": pa.array(["{}"] * len(documents)),
+        "row_hash": pa.array(hashes, pa.binary()),
+    }
+    folder = shard_folder(tmp_path, 0)
+    version = write_shard_table(folder, 0, shard_table(pa.table(rows), Corpus(documents)))
+    arriving = list(zip([document.doc_id for document in documents], hashes, strict=True))
+    if case == "edited":
+        arriving[2] = ("d2", hashlib.sha256(b"other").digest())
+    elif case == "removed":
+        arriving.pop()
+    elif case == "added":
+        arriving.append(("d9", hashlib.sha256(b"new").digest()))
+    elif case != "same":
+        damaged = folder / "documents" / version / (ROW_HASHES_FILE if case == "hashes damaged" else DOCUMENTS_FILE)
+        data = bytearray(damaged.read_bytes())
+        data[-1] ^= 1
+        damaged.write_bytes(bytes(data))
+    part = pa.table(
+        {
+            "partition_key": pa.array([0] * len(arriving), pa.int64()),
+            "shard": pa.array([0] * len(arriving), pa.int32()),
+            "doc_id": pa.array([doc_id for doc_id, _ in arriving]),
+            "text": pa.array([None] * len(arriving), pa.string()),
+            "missing": pa.array([False] * len(arriving)),
+            "row_hash": pa.array([row for _, row in arriving], pa.binary()),
+            "sent": pa.array([False] * len(arriving)),
+        }
+    )
+    settings = Bm25sRetriever.read_settings(OptionReader({"retrieve_backend": "bm25s", "language": "en"}))
+    job = ShardJob(Bm25sRetriever, settings, settings.index, tmp_path, 1, COLUMN, "en")
+    reads: list[str] = []
+
+    def counted(shard: Path, name: str) -> Any:
+        reads.append(name)
+        return read_shard_table(shard, name)
+
+    monkeypatch.setattr(spark_shard_builds, "read_shard_table", counted)
+    found = spark_shard_builds._shard_written(job, 0, version, part, recorded=True)
+    if case == "same":
+        assert isinstance(found, spark_shard_builds._Written) and not found.changed and reads == []
+        assert (found.version, found.documents) == (version, len(documents))
+    elif case == "removed":
+        assert reads == [version] and isinstance(found, spark_shard_builds._Written) and found.changed
+    else:  # rows to read again from the frame: their texts were withheld
+        assert reads == [version] and isinstance(found, _Change) and found.wanted

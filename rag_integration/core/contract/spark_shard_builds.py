@@ -47,6 +47,7 @@ from rag_integration.core.indexes.shards import (
     KnownRows,
     ShardRecord,
     ShardSet,
+    checked_row_hashes,
     documents_of,
     metadata_json,
     plain_documents,
@@ -335,6 +336,8 @@ def _shard_written(
         _require_unique(part.column("doc_id").take(pc.sort_indices(part.column("doc_id"))), column)
     folder = shard_folder(job.root, shard)
     sent = int(pc.sum(part.column("sent")).as_py() or 0)
+    if version is not None and recorded and _holds_exactly(folder, version, part.column(ROW_HASH_COLUMN)):
+        return _Written(shard, version, None, part.num_rows, None, None, changed=False, sent=sent)
     stored = None
     if version is not None:
         try:
@@ -358,6 +361,16 @@ def _shard_written(
         listed = zip(wanted.column("doc_id").to_pylist(), wanted.column(ROW_HASH_COLUMN).to_pylist(), strict=True)
         return dataclasses.replace(change, wanted=dict(listed))
     return dataclasses.replace(_change_written(job, change, _sorted_rows(wanted, column), stored), sent=sent)
+
+
+def _holds_exactly(folder: Path, version: str, hashes: pa.ChunkedArray) -> bool:
+    """Whether the shard version holds exactly the rows of these hashes (distinct: their doc_ids are), by its row
+    hashes file alone, so an unchanged shard's documents are not read; False when that cannot be told."""
+    try:
+        stored = checked_row_hashes(folder, version)
+    except IndexMismatchError:
+        return False
+    return len(stored) == len(hashes) and bool(stored.found(hashes).all())
 
 
 def _require_unique(doc_ids: pa.ChunkedArray, column: str) -> None:

@@ -149,6 +149,9 @@ class KnownRows:
     def of(cls, hashes: npt.NDArray[np.uint8]) -> KnownRows:
         return cls(DigestIndex.of(hashes, by_key=True))
 
+    def __len__(self) -> int:
+        return len(self.index.keys)
+
     def found(self, hashes: Any) -> npt.NDArray[np.bool_]:
         """For each row hash (Arrow binary, null for a row not hashed), whether this version holds it whole."""
         pa = require_module("pyarrow", "pyarrow", "frameworks")
@@ -182,6 +185,23 @@ def shard_row_hashes(folder: Path, version_name: str) -> KnownRows:
     except (IndexMismatchError, OSError, ValueError):
         pass
     return KnownRows.of(np.zeros((0, ROW_HASH_BYTES), dtype=np.uint8))
+
+
+def checked_row_hashes(folder: Path, version_name: str) -> KnownRows:
+    """The row hashes of one version of a shard's store, every file of the version checked against its manifest
+    first: unlike the hint ``shard_row_hashes``, what a writer may keep a shard unchanged by without reading its
+    documents. An ``IndexMismatchError`` when the version cannot be read."""
+    version = named_version(folder / "documents", version_name)
+    if version.claim.kind != DOCUMENTS_KIND:
+        raise IndexMismatchError("index_dir", str(version.folder), "a shard's documents")
+
+    def load(path: Path) -> KnownRows:
+        hashes = np.load(path / ROW_HASHES_FILE, allow_pickle=False)
+        if hashes.dtype != np.uint8 or hashes.ndim != 2 or hashes.shape[1] != ROW_HASH_BYTES:
+            raise IndexMismatchError("index_dir", str(path), f"{ROW_HASH_BYTES}-byte row hashes")
+        return KnownRows.of(hashes)
+
+    return load_version(version, load)
 
 
 def read_shard_table(folder: Path, version_name: str) -> Any:
