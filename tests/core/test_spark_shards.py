@@ -137,6 +137,60 @@ def test_random_shard_counts_partitionings_and_edits_rank_as_one_index(seed: int
         documents = edited(generator, documents)
 
 
+@pytest.mark.parametrize(("backend", "seed"), [("bm25s", 4), ("tfidf", 5), ("bm25s", 6)])
+def test_edits_kept_as_overlays_rank_as_one_index(backend: str, seed: int, tmp_path: Path) -> None:
+    """Edit after edit kept beside the shards' bases as overlays (``index_overlay_share`` 1: never written whole),
+    then undone: each answer equals one index over the corpus of its request, under every variant and filter; the
+    bases stay the first build's until an edit undone leaves a shard its base alone again."""
+    generator = random.Random(seed)
+    documents = random_corpus(generator, 150)
+    queries = [" ".join(generator.sample(WORDS + GERMAN, 2)) for _ in range(12)] + ["moon", "öl"]
+    options: dict[str, Any] = {"retrieve_backend": backend, "query_text": queries, "top_k": 5, "index_shards": 3}
+    options.update(language=generator.choice(["auto", "en"]), index_overlay_share=1.0, return_metadata=True)
+    if backend == "bm25s":
+        options["bm25_method"] = generator.choice(["lucene", "bm25l", "bm25+"])
+    first = documents
+    assert sharded(corpus_frame(documents, 2), {**options, "index_dir": str(tmp_path)}) == one_index(documents, options)
+    bases = {shard: versions[0] for shard, versions in shard_versions(tmp_path).items()}
+    for round_number in range(3):
+        documents = edited(generator, documents)
+        if round_number == 1:
+            documents[0] = {**documents[0], "text": "moon moon moon"}
+        filtered = {**options, "filters": {"group": [0, 1]}} if round_number == 2 else options
+        found = sharded(corpus_frame(documents, generator.randint(1, 4)), {**filtered, "index_dir": str(tmp_path)})
+        assert found == one_index(documents, filtered), round_number
+        versions = shard_versions(tmp_path)
+        assert {shard: version[0] for shard, version in versions.items()} == bases
+        assert any(version[1] for version in versions.values())
+    assert sharded(corpus_frame(first, 3), {**options, "index_dir": str(tmp_path)}) == one_index(first, options)
+    assert shard_versions(tmp_path) == {shard: (version, "") for shard, version in bases.items()}
+
+
+def test_an_edit_past_the_overlay_share_rewrites_the_shard_whole(tmp_path: Path) -> None:
+    """Within ``index_overlay_share`` of a shard's rows an edit is kept as an overlay over the same base; past it,
+    or with a share of 0, the shard is written whole again, without an overlay."""
+    documents = [{"doc_id": f"d{i:03d}", "text": f"w{i} river stone"} for i in range(120)]
+    options = {"retrieve_backend": "bm25s", "query_text": ["river w7", "moon"], "index_shards": 2}
+    index = {**options, "index_dir": str(tmp_path)}
+    sharded(corpus_frame(documents, 2), index)
+    built = shard_versions(tmp_path)
+    documents[7] = {"doc_id": "d007", "text": "w7 moon"}
+    assert sharded(corpus_frame(documents, 2), index) == one_index(documents, options)
+    overlaid = shard_versions(tmp_path)
+    assert sorted(bool(overlaid[shard][1]) for shard in overlaid) == [False, True]
+    assert {shard: version[0] for shard, version in overlaid.items()} == {s: v[0] for s, v in built.items()}
+    documents = [
+        {**document, "text": document["text"] + " tide"} if i % 4 == 0 else document
+        for i, document in enumerate(documents)
+    ]
+    assert sharded(corpus_frame(documents, 2), index) == one_index(documents, options)
+    rewritten = shard_versions(tmp_path)
+    assert all(not rewritten[shard][1] and rewritten[shard][0] != built[shard][0] for shard in built)
+    documents[9] = {"doc_id": "d009", "text": "w9 moon"}
+    assert sharded(corpus_frame(documents, 2), {**index, "index_overlay_share": 0}) == one_index(documents, options)
+    assert all(not version[1] for version in shard_versions(tmp_path).values())
+
+
 def test_an_edit_rewrites_only_the_shards_holding_changed_documents(tmp_path: Path) -> None:
     documents = [{"doc_id": f"d{i:03d}", "text": f"w{i} river stone"} for i in range(200)]
     options = {"retrieve_backend": "bm25s", "query_text": ["river w7"], "index_shards": 4, "index_dir": str(tmp_path)}
@@ -226,7 +280,7 @@ def test_a_row_withheld_that_its_shard_does_not_hold_is_read_again(
 def test_a_frame_that_gives_other_rows_when_read_again_is_a_typed_error(tmp_path: Path) -> None:
     """A row read again must be the row the shard asked for: a frame that reads differently each time (randomness
     not cached) cannot be indexed as one corpus."""
-    change = _Change(0, None, {"d1": b"h" * 32}, frozenset())
+    change = _Change(0, None, {"d1": b"h" * 32})
     settings = Bm25sRetriever.read_settings(OptionReader({"retrieve_backend": "bm25s"}))
     job = ShardJob(Bm25sRetriever, settings, settings.index, tmp_path, 2, COLUMN, "en")
     rows = {"doc_id": ["d1"], "text": ["other text"], "metadata": ["{}"], "row_hash": [b"x" * 32]}
@@ -421,9 +475,15 @@ def test_records_that_cannot_be_read_are_dropped_and_their_shards_read_again(
     assert found == one_index(documents, options)
 
 
-def shard_versions(index_dir: Path) -> dict[str, str]:
-    pointers = sorted((index_dir / SHARDS_FOLDER).glob("*/*-shards/shard-*/documents/CURRENT"))
-    return {pointer.parent.parent.name: pointer.read_text(encoding="ascii") for pointer in pointers}
+def shard_versions(index_dir: Path) -> dict[str, tuple[str, ...]]:
+    """Each shard's live documents version and overlay version, as the live snapshot names them."""
+    versions: dict[str, tuple[str, ...]] = {}
+    for snapshot in sorted((index_dir / SHARDS_FOLDER).glob("*/*-shards/snapshot")):
+        live = snapshot / (snapshot / "CURRENT").read_text(encoding="ascii").strip() / "snapshot.json"
+        listed = json.loads(live.read_text(encoding="utf-8"))
+        for number, version in listed["shards"].items():
+            versions[f"shard-{number}"] = (version, listed["overlays"].get(number, ""))
+    return versions
 
 
 def test_more_shards_than_documents_are_capped_and_explained(tmp_path: Path) -> None:
@@ -646,7 +706,7 @@ def test_added_rows_merge_into_a_shards_kept_rows_in_doc_id_order(seed: int) -> 
     new = sorted(generator.sample([doc_id for doc_id in ids if doc_id not in kept], generator.randint(0, 40)))
     previous = pa.table({"doc_id": pa.array(previous_ids, pa.large_string()), "n": range(len(previous_ids))})
     added = pa.table({"doc_id": pa.array(new, pa.large_string()), "n": range(-len(new), 0)})
-    merged = _merged(previous, dropped, added)
+    merged = _merged(previous, np.array([doc_id not in dropped for doc_id in previous_ids], dtype=bool), added)
     assert merged.column("doc_id").to_pylist() == sorted(kept + new)
     position = {doc_id: n for doc_id, n in zip(previous_ids, range(len(previous_ids)))}
     position.update(zip(new, range(-len(new), 0)))

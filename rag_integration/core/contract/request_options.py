@@ -12,7 +12,7 @@ from rag_integration.core.deadline import DEADLINE_MS
 from rag_integration.core.documents.corpus import MetadataFilter
 from rag_integration.core.documents.visibility import PRINCIPALS, UNLABELLED
 from rag_integration.core.indexes.retention import KEEP_VERSIONS
-from rag_integration.core.indexes.shards import INDEX_SHARDS
+from rag_integration.core.indexes.shards import INDEX_OVERLAY_SHARE, INDEX_SHARDS
 from rag_integration.core.options import OptionReader, OptionSpec
 from rag_integration.core.progress import SHOW_PROGRESS
 
@@ -48,6 +48,7 @@ SHARED_OPTIONS: tuple[OptionSpec[Any], ...] = (
     INDEX_DIR,
     KEEP_VERSIONS,
     INDEX_SHARDS,
+    INDEX_OVERLAY_SHARE,
     DEADLINE_MS,
     ON_ERROR,
     SHOW_PROGRESS,

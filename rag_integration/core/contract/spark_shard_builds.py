@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from rag_integration.core.contract.frames import PYSPARK_PANDAS_WARNING
 from rag_integration.core.contract.spark_shards import (
@@ -45,18 +46,21 @@ from rag_integration.core.indexes.shards import (
     ROW_HASH_COLUMN,
     CorpusTerms,
     KnownRows,
+    Overlay,
     ShardRecord,
     ShardSet,
     checked_row_hashes,
     documents_of,
     metadata_json,
+    overlay_folder,
     plain_documents,
-    read_shard_documents,
+    read_overlay,
     read_shard_table,
     read_snapshot,
     shard_folder,
     shard_row_hashes,
     shard_table,
+    write_overlay,
     write_shard_table,
     write_snapshot,
 )
@@ -83,18 +87,40 @@ class _Written:
     """False for a shard kept as its snapshot version."""
     sent: int = 0
     """How many of its rows reached it with their text."""
+    overlay: str | None = None
+    """Its overlay version over ``version`` (``write_overlay``), None for a shard written whole."""
 
 
 @dataclass(frozen=True)
 class _Change:
-    """A changed shard's change: the version it applies to (None: the shard is written from its rows alone), the
-    rows to read again from the frame by doc_id (doc_id to row hash; None when the shard holds them already) and
-    the doc_ids of ``version`` that go (removed, or replaced by new rows)."""
+    """A changed shard's change: the version it applies to (None: the shard is written from its rows alone) and that
+    version's overlay, the rows to read again from the frame by doc_id (doc_id to row hash; None when the shard
+    holds them already), and which of the version's base rows and overlay rows the corpus still holds."""
 
     shard: int
     version: str | None
     wanted: Mapping[str, bytes] | None
-    dropped: frozenset[str]
+    overlay: str | None = None
+    base_live: npt.NDArray[np.bool_] | None = None
+    overlay_kept: npt.NDArray[np.bool_] | None = None
+
+
+@dataclass(frozen=True)
+class _Previous:
+    """A shard's version as a writer reads it back: its base rows and its overlay, if it has one."""
+
+    base: pa.Table
+    overlay: Overlay | None
+
+    def live(self) -> npt.NDArray[np.bool_]:
+        """Which base rows are the shard's."""
+        rows = self.base.num_rows
+        return np.ones(rows, dtype=bool) if self.overlay is None else self.overlay.live(rows)
+
+    @property
+    def documents(self) -> int:
+        added = 0 if self.overlay is None else self.overlay.table.num_rows
+        return int(self.live().sum()) + added
 
 
 def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
@@ -105,10 +131,11 @@ def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
     settings["shards"] = job.shards
     snapshot = read_snapshot(job.root, settings)
     previous, records = (snapshot.versions, snapshot.records) if snapshot is not None else ({}, {})
+    overlays = snapshot.overlays if snapshot is not None else {}
     selected = _selected(frame, job)
     if previous:
-        selected = _sifted(selected, job, previous)
-    done = _run(_spread(selected, job), _writer(job, previous, frozenset(records)))
+        selected = _sifted(selected, job, previous, overlays)
+    done = _run(_spread(selected, job), _writer(job, previous, overlays, frozenset(records)))
     written = [item for item in done if isinstance(item, _Written)]
     recorded = sum(not item.changed and item.shard in records for item in written)
     if recorded:
@@ -126,9 +153,10 @@ def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
         )
     held = sorted((item for item in written if item.documents), key=lambda item: item.shard)
     numbers, versions = tuple(item.shard for item in held), tuple(item.version for item in held)
+    overlaid = tuple(item.overlay for item in held)
     samples = [item.sample for item in held if item.sample is not None]
     placement = CorpusPlacement.merged(samples) if job.language == AUTO else None
-    partial = ShardSet(job.root, numbers, versions, placement, None)
+    partial = ShardSet(job.root, numbers, versions, placement, None, overlays=overlaid)
     placed = None if placement is None else placement.key
     again = [position for position, item in enumerate(held) if item.placed != placed]
     if again:
@@ -141,7 +169,7 @@ def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
         item.shard: ShardRecord(item.documents, item.sample, part, placed)
         for item, part in zip(held, found, strict=True)
     }
-    return write_snapshot(ShardSet(job.root, numbers, versions, placement, terms), settings, kept)
+    return write_snapshot(ShardSet(job.root, numbers, versions, placement, terms, overlays=overlaid), settings, kept)
 
 
 def _from_record(item: _Written, records: Mapping[int, ShardRecord]) -> _Written:
@@ -241,7 +269,9 @@ def _spread(selected: SparkFrame, job: ShardJob) -> SparkFrame:
     return selected.repartition(job.shards, "partition_key")
 
 
-def _sifted(selected: SparkFrame, job: ShardJob, previous: Mapping[int, str]) -> SparkFrame:
+def _sifted(
+    selected: SparkFrame, job: ShardJob, previous: Mapping[int, str], overlays: Mapping[int, str]
+) -> SparkFrame:
     """``selected`` with the text and metadata of every row whose hash its shard's snapshot version holds withheld
     (``sent`` false): those rows cross the shuffle as doc_id and hash alone. Only the shard and hash of a row go to
     Python (an Arrow UDF); its text stays in Spark."""
@@ -259,7 +289,8 @@ def _sifted(selected: SparkFrame, job: ShardJob, previous: Mapping[int, str]) ->
             version = previous.get(shard)
             if version is not None:
                 rows = np.flatnonzero(numbers == shard)
-                held[rows] = _stored_rows(str(shard_folder(root, shard)), version).found(hashes.take(rows))
+                known = _stored_rows(str(shard_folder(root, shard)), version, overlays.get(shard))
+                held[rows] = known.found(hashes.take(rows))
         return pa.array(held)
 
     with warnings.catch_warnings():  # type hints would name pyarrow where this module imports it only for mypy
@@ -279,9 +310,9 @@ def _sifted(selected: SparkFrame, job: ShardJob, previous: Mapping[int, str]) ->
 
 
 @functools.lru_cache(maxsize=256)
-def _stored_rows(folder: str, version: str) -> KnownRows:
-    """A snapshot shard version's row hashes, read once per Python worker."""
-    return shard_row_hashes(Path(folder), version)
+def _stored_rows(folder: str, version: str, overlay: str | None) -> KnownRows:
+    """A snapshot shard version's row hashes (with its overlay's), read once per Python worker."""
+    return shard_row_hashes(Path(folder), version, overlay)
 
 
 def _run(spread: SparkFrame, work: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]) -> list[Any]:
@@ -296,14 +327,14 @@ def _run(spread: SparkFrame, work: Callable[[Iterator[pa.RecordBatch]], Iterator
 
 
 def _writer(
-    job: ShardJob, previous: Mapping[int, str], recorded: frozenset[int]
+    job: ShardJob, previous: Mapping[int, str], overlays: Mapping[int, str], recorded: frozenset[int]
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """Each shard of a partition compared with its version in the previous snapshot (if any) and kept, written with
     its change applied, or, when a row it needs came without its text, the ``_Change`` to fetch. A kept shard the
     snapshot holds a record of (``recorded``) is not read further."""
 
     def written(shard: int, part: pa.Table) -> _Written | _Change:
-        return _shard_written(job, shard, previous.get(shard), part, shard in recorded)
+        return _shard_written(job, shard, previous.get(shard), part, shard in recorded, overlays.get(shard))
 
     return _records(lambda table: _per_shard(job, table, written))
 
@@ -322,11 +353,17 @@ def _per_shard(job: ShardJob, table: pa.Table, write: Callable[[int, pa.Table], 
 
 
 def _shard_written(
-    job: ShardJob, shard: int, version: str | None, part: pa.Table, recorded: bool = False
+    job: ShardJob,
+    shard: int,
+    version: str | None,
+    part: pa.Table,
+    recorded: bool = False,
+    overlay: str | None = None,
 ) -> _Written | _Change:
-    """One shard's rows against its snapshot version by whole row hash: kept when nothing changed (its sample and
-    statistics made again only when the snapshot has no ``recorded`` ones), else written as its previous rows
-    without those whose hash is gone and with the new ones."""
+    """One shard's rows against its snapshot version (base rows and overlay) by whole row hash: kept when nothing
+    changed (its sample and statistics made again only when the snapshot has no ``recorded`` ones), else written
+    with the rows whose hash is gone left out and the new ones taken in (``_change_written``)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     column = job.column
@@ -336,31 +373,50 @@ def _shard_written(
         _require_unique(part.column("doc_id").take(pc.sort_indices(part.column("doc_id"))), column)
     folder = shard_folder(job.root, shard)
     sent = int(pc.sum(part.column("sent")).as_py() or 0)
-    if version is not None and recorded and _holds_exactly(folder, version, part.column(ROW_HASH_COLUMN)):
-        return _Written(shard, version, None, part.num_rows, None, None, changed=False, sent=sent)
-    stored = None
-    if version is not None:
-        try:
-            stored = read_shard_table(folder, version)
-        except IndexMismatchError as error:
-            LOGGER.warning("index_shards: shard %d is written again: %s", shard, error)
     hashes = part.column(ROW_HASH_COLUMN)
-    if stored is None:
-        wanted, dropped = part, frozenset[str]()
+    if version is not None and overlay is None and recorded and _holds_exactly(folder, version, hashes):
+        return _Written(shard, version, None, part.num_rows, None, None, changed=False, sent=sent)
+    previous = None if version is None else _previous(folder, shard, version, overlay)
+    if previous is None or version is None:
+        wanted, change = part, _Change(shard, None, None)
     else:
-        wanted = part.filter(pc.invert(pc.is_in(hashes, value_set=stored.column(ROW_HASH_COLUMN).combine_chunks())))
-        gone = pc.invert(pc.is_in(stored.column(ROW_HASH_COLUMN), value_set=hashes.combine_chunks()))
-        dropped = frozenset(stored.filter(gone).column("doc_id").to_pylist())
-        if not wanted.num_rows and not dropped and version is not None:
+        arriving = hashes.combine_chunks()
+        base_live = _found(previous.base.column(ROW_HASH_COLUMN), arriving)
+        added = None if previous.overlay is None else previous.overlay.table
+        overlay_kept = np.zeros(0, dtype=bool) if added is None else _found(added.column(ROW_HASH_COLUMN), arriving)
+        known = [previous.base.column(ROW_HASH_COLUMN)] + ([] if added is None else [added.column(ROW_HASH_COLUMN)])
+        held = pa.concat_arrays([column.combine_chunks() for column in known])
+        wanted = part.filter(pc.invert(pc.is_in(hashes, value_set=held)))
+        if not wanted.num_rows and overlay_kept.all() and np.array_equal(base_live, previous.live()):
             if recorded:
-                return _Written(shard, version, None, stored.num_rows, None, None, changed=False, sent=sent)
-            kept = _made(job, shard, version, documents_of(stored, folder, metadata=False))
+                count = previous.documents
+                return _Written(shard, version, None, count, None, None, changed=False, sent=sent, overlay=overlay)
+            kept = _made_from(job, shard, previous, version, overlay)
             return dataclasses.replace(kept, changed=False, sent=sent)
-    change = _Change(shard, None if stored is None else version, None, dropped)
+        change = _Change(shard, version, None, overlay, base_live, overlay_kept)
     if wanted.num_rows and not pc.all(wanted.column("sent")).as_py():
         listed = zip(wanted.column("doc_id").to_pylist(), wanted.column(ROW_HASH_COLUMN).to_pylist(), strict=True)
         return dataclasses.replace(change, wanted=dict(listed))
-    return dataclasses.replace(_change_written(job, change, _sorted_rows(wanted, column), stored), sent=sent)
+    return dataclasses.replace(_change_written(job, change, _sorted_rows(wanted, column), previous), sent=sent)
+
+
+def _previous(folder: Path, shard: int, version: str, overlay: str | None) -> _Previous | None:
+    """A shard's snapshot version read back, or None (logged) when it cannot be: the shard is then written again."""
+    try:
+        base = read_shard_table(folder, version)
+        added = None if overlay is None else read_overlay(folder, overlay, version, base.num_rows)
+    except IndexMismatchError as error:
+        LOGGER.warning("index_shards: shard %d is written again: %s", shard, error)
+        return None
+    return _Previous(base, added)
+
+
+def _found(stored: pa.ChunkedArray, arriving: pa.Array) -> npt.NDArray[np.bool_]:
+    """Which stored row hashes arrived."""
+    import pyarrow.compute as pc
+
+    found: npt.NDArray[np.bool_] = pc.is_in(stored, value_set=arriving).to_numpy(zero_copy_only=False)
+    return found
 
 
 def _holds_exactly(folder: Path, version: str, hashes: pa.ChunkedArray) -> bool:
@@ -457,9 +513,11 @@ def _require_documents(table: pa.Table, column: str) -> None:
         raise InvalidOptionError(f"{column}.doc_id", None, "a str or int doc_id in every row")
 
 
-def _change_written(job: ShardJob, change: _Change, rows: pa.Table, stored: pa.Table | None = None) -> _Written:
-    """A shard written as ``rows`` (``_sorted_rows``), or as its previous version's rows (``stored``, else read)
-    without the dropped ones and with ``rows``; the frame must give exactly the rows a change asked for."""
+def _change_written(job: ShardJob, change: _Change, rows: pa.Table, previous: _Previous | None = None) -> _Written:
+    """A shard written as ``rows`` (``_sorted_rows``), or as its previous version (``previous``, else read) with the
+    rows the change leaves and ``rows`` taken in: kept beside its base as an overlay while the rows changed or gone
+    since the base stay within ``job.overlay_share`` of it, else written whole. The frame must give exactly the
+    rows a change asked for."""
     doc_ids, texts = rows.column("doc_id").to_pylist(), rows.column("text").to_pylist()
     if change.wanted is not None and dict(zip(doc_ids, rows.column(ROW_HASH_COLUMN).to_pylist())) != change.wanted:
         raise _frame_changed(job.column)
@@ -468,27 +526,40 @@ def _change_written(job: ShardJob, change: _Change, rows: pa.Table, stored: pa.T
     texts.clear()
     table = shard_table(rows, documents)
     folder = shard_folder(job.root, change.shard)
-    if change.version is not None:
-        previous = read_shard_table(folder, change.version) if stored is None else stored
-        table = _merged(previous, change.dropped, table)
-        documents = documents_of(table, folder, metadata=False)
-    version = write_shard_table(folder, change.shard, table, keep_same=change.version is None)
-    return _made(job, change.shard, version, documents)
+    if change.version is None:
+        return _made(job, change.shard, write_shard_table(folder, change.shard, table), documents)
+    if previous is None:
+        base = read_shard_table(folder, change.version)
+        overlay = None if change.overlay is None else read_overlay(folder, change.overlay, change.version, len(base))
+        previous = _Previous(base, overlay)
+    base_live, overlay_kept = change.base_live, change.overlay_kept
+    assert base_live is not None and overlay_kept is not None  # a change of a version says which rows it keeps
+    added = table if previous.overlay is None else _merged(previous.overlay.table, overlay_kept, table)
+    dead = np.flatnonzero(~base_live)
+    if len(dead) + added.num_rows <= job.overlay_share * previous.base.num_rows:
+        overlaid = Overlay(added, dead)
+        if not len(dead) and not added.num_rows:
+            return _made_from(job, change.shard, _Previous(previous.base, None), change.version, None)
+        name = write_overlay(folder, change.shard, change.version, added, dead)
+        return _made_from(job, change.shard, _Previous(previous.base, overlaid), change.version, name)
+    whole = _merged(previous.base, base_live, added)
+    version = write_shard_table(folder, change.shard, whole, keep_same=False)
+    return _made(job, change.shard, version, documents_of(whole, folder, metadata=False))
 
 
-def _merged(previous: pa.Table, dropped: frozenset[str], added: pa.Table) -> pa.Table:
-    """Two tables of rows sorted by doc_id as one sorted table: ``previous`` without the rows ``dropped`` names, each
-    added row taken in before the first previous row whose doc_id is greater (no added doc_id is among the kept). A
-    merge, not a sort: the kept rows are sliced a run at a time and the result copied once."""
+def _merged(previous: pa.Table, kept: npt.NDArray[np.bool_] | None, added: pa.Table) -> pa.Table:
+    """Two tables of rows sorted by doc_id as one sorted table: the ``previous`` rows ``kept`` marks (all when None),
+    each added row taken in before the first previous row whose doc_id is greater (no added doc_id is among the
+    kept). A merge, not a sort: the kept rows are sliced a run at a time and the result copied once."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    previous_ids = previous.column("doc_id")
-    gone = pc.is_in(previous_ids, pa.array(sorted(dropped), previous_ids.type)) if dropped else None
-    kept = np.arange(previous.num_rows) if gone is None else np.flatnonzero(~gone.to_numpy(zero_copy_only=False))
-    listed = previous_ids.to_pylist()
-    before = [bisect.bisect_left(listed, doc_id) for doc_id in added.column("doc_id").to_pylist()]
-    order = np.insert(kept, np.searchsorted(kept, before), previous.num_rows + np.arange(added.num_rows))
+    held = np.arange(previous.num_rows) if kept is None else np.flatnonzero(kept)
+    if added.num_rows:
+        listed = previous.column("doc_id").to_pylist()
+        before = [bisect.bisect_left(listed, doc_id) for doc_id in added.column("doc_id").to_pylist()]
+        order = np.insert(held, np.searchsorted(held, before), previous.num_rows + np.arange(added.num_rows))
+    else:
+        order = held
     if not len(order):
         return previous.slice(0, 0)
     rows = pa.concat_tables([previous, added])
@@ -509,12 +580,65 @@ def _made(job: ShardJob, shard: int, version: str, documents: Corpus) -> _Writte
     return _Written(shard, version, sample, len(documents), part, None if own is None else own.key)
 
 
+def _made_from(job: ShardJob, shard: int, previous: _Previous, version: str, overlay: str | None) -> _Written:
+    """``_made`` of a shard as its base rows still held and its overlay's rows: each part's statistics (the base's
+    of the rows it still holds, from the analysed terms it keeps), summed, and the sample of those rows."""
+    folder = shard_folder(job.root, shard)
+    base = documents_of(previous.base, folder, metadata=False)
+    if previous.overlay is None:
+        return _made(job, shard, version, base)
+    live, place = previous.live(), overlay_folder(folder)
+    added = documents_of(previous.overlay.table, place, metadata=False)
+    positions = np.flatnonzero(live).tolist()
+    sample = own = None
+    if job.language == AUTO:
+        base_texts, added_texts, base_digests = texts_of(base), texts_of(added), text_digests(base)
+        digests = [base_digests[position] for position in positions] + list(text_digests(added))
+
+        def text_of(index: int) -> str:
+            return base_texts[positions[index]] if index < len(positions) else added_texts[index - len(positions)]
+
+        sample = PlacementSample.of_digests(digests, text_of)
+        own = CorpusPlacement.merged([sample])
+    settings = job.index_settings
+    part = _summed(
+        job.backend.shard_part(base, settings, folder, own, live), job.backend.shard_part(added, settings, place, own)
+    )
+    count = len(positions) + len(added)
+    return _Written(shard, version, sample, count, part, None if own is None else own.key, overlay=overlay)
+
+
+def _summed(first: Any, second: Any) -> Any:
+    """Two parts' statistics as one (None for a backend scored without them)."""
+    return second if first is None else first if second is None else first + second
+
+
 def _analyser(job: ShardJob, shard_set: ShardSet) -> Callable[[Iterator[int]], Iterator[tuple[int, Any]]]:
+    backend, settings = job.backend, job.index_settings
+
     def analyse(positions: Iterator[int]) -> Iterator[tuple[int, Any]]:
         for position in positions:
-            folder = shard_set.folder(position)
-            documents = read_shard_documents(folder, shard_set.versions[position])
-            yield position, job.backend.shard_part(documents, job.index_settings, folder, shard_set.placement)
+            folder, version, overlay = (
+                shard_set.folder(position),
+                shard_set.versions[position],
+                shard_set.overlay(position),
+            )
+            base = read_shard_table(folder, version)
+            documents = documents_of(base, folder, metadata=False)
+            if overlay is None:
+                yield position, backend.shard_part(documents, settings, folder, shard_set.placement)
+                continue
+            added, place = read_overlay(folder, overlay, version, base.num_rows), overlay_folder(folder)
+            live = added.live(base.num_rows)
+            yield (
+                position,
+                _summed(
+                    backend.shard_part(documents, settings, folder, shard_set.placement, live),
+                    backend.shard_part(
+                        documents_of(added.table, place, metadata=False), settings, place, shard_set.placement
+                    ),
+                ),
+            )
 
     return analyse
 

@@ -22,11 +22,15 @@ from rag_integration.core.contract.frames import PYSPARK_PANDAS_WARNING, PyArrow
 from rag_integration.core.contract.schema import Shape
 from rag_integration.core.contract.spark import with_answer_column
 from rag_integration.core.documents.corpus import Corpus, Document, MetadataFilter
-from rag_integration.core.errors import ConnectorError, InvalidOptionError
+from rag_integration.core.errors import ConnectorError, IndexMismatchError, InvalidOptionError
 from rag_integration.core.indexes.cache import INDEX_CACHE, IndexKey, approximate_bytes
 from rag_integration.core.indexes.shards import (
+    Overlay,
     ShardSet,
-    read_shard_documents,
+    documents_of,
+    overlay_folder,
+    read_overlay,
+    read_shard_table,
 )
 from rag_integration.core.unicode_text import require_valid_texts
 
@@ -56,6 +60,8 @@ class ShardedIndex:
 
     documents: Sequence[Document]
     index: Any
+    live: Any = None
+    """Under an overlay, which of the base's documents are still the shard's (a bool array); None: all of them."""
 
     @property
     def nbytes(self) -> int:
@@ -78,6 +84,9 @@ class ShardJob:
     column: str
     language: str | None
     """The language option documents are analysed under (``auto`` needs the corpus-wide sample), None if none."""
+    overlay_share: float = 0.0
+    """How much of a shard an edit may leave changed or gone and still be kept as an overlay (``index_overlay_share``;
+    0 for a backend without overlays)."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +100,10 @@ def answer_shards(frame: SparkFrame, job: ShardJob, shard_set: ShardSet, query: 
     """Each query's passages: every shard's best ``top_k`` (filters applied there), merged by score, then doc_id."""
     backend, settings = job.backend, job.settings
     per_shard: list[Rows] = on_each_shard(
-        frame, job, shard_set, lambda documents, index: backend.rank_shard(documents, index, query, settings)
+        frame,
+        job,
+        shard_set,
+        lambda documents, index, live: backend.rank_shard(documents, index, query, settings, live),
     )
     return [
         merged_passages([rows[position] for rows in per_shard], query.top_k) for position in range(len(query.queries))
@@ -99,17 +111,22 @@ def answer_shards(frame: SparkFrame, job: ShardJob, shard_set: ShardSet, query: 
 
 
 def on_each_shard(
-    frame: SparkFrame, job: ShardJob, shard_set: ShardSet, work: Callable[[Sequence[Document], Any], Any]
+    frame: SparkFrame, job: ShardJob, shard_set: ShardSet, work: Callable[[Sequence[Document], Any, Any], Any]
 ) -> list[Any]:
-    """``work(documents, index)`` on every shard of the set, one task each on the executors (each shard's index from
-    that process's cache, or read and made now); the results in shard order."""
+    """``work(documents, index, live)`` on every shard of the set, one task each on the executors (each shard's
+    index from that process's cache, or read and made now); the results in shard order. A shard with an overlay
+    gives two: its base's (``live`` marking the rows still held) and its overlay's (``live`` None)."""
 
-    def run(positions: Iterator[int]) -> Iterator[tuple[int, Any]]:
+    def run(positions: Iterator[int]) -> Iterator[tuple[int, list[Any]]]:
         for position in positions:
-            sharded = _shard_index(job, shard_set, position)
-            yield position, work(sharded.documents, sharded.index)
+            base, overlay = _shard_indexes(job, shard_set, position)
+            results = [work(base.documents, base.index, base.live)]
+            if overlay is not None:
+                results.append(work(overlay.documents, overlay.index, None))
+            yield position, results
 
-    return [result for _, result in sorted(on_tasks(frame, range(shard_set.shards), run), key=lambda pair: pair[0])]
+    done = sorted(on_tasks(frame, range(shard_set.shards), run), key=lambda pair: pair[0])
+    return [result for _, results in done for result in results]
 
 
 def on_tasks(frame: SparkFrame, items: Sequence[Item], work: Callable[[Iterator[Item]], Iterator[Any]]) -> list[Any]:
@@ -171,18 +188,47 @@ def merged_passages(lists: Iterable[list[dict[str, Any]]], top_k: int) -> list[d
     return [{**passage, "rank": rank} for rank, passage in enumerate(pooled[:top_k], start=1)]
 
 
-def _shard_index(job: ShardJob, shard_set: ShardSet, position: int) -> ShardedIndex:
-    """The documents and index of the set's shard at ``position``, from this executor process's cache or read and
-    made now."""
+def _shard_indexes(job: ShardJob, shard_set: ShardSet, position: int) -> tuple[ShardedIndex, ShardedIndex | None]:
+    """The documents and index of the set's shard at ``position`` and of its overlay (None without one), from this
+    executor process's cache or read and made now."""
     terms = "" if shard_set.terms is None else shard_set.terms.fingerprint
     backend, version, folder = str(job.backend.BACKEND), shard_set.versions[position], shard_set.folder(position)
-    key = IndexKey.of(backend, {"index": job.index_settings, "terms": terms}, f"{folder}/{version}")
+    overlay = shard_set.overlay(position)
+    settings = {"index": job.index_settings, "terms": terms}
 
     def build() -> ShardedIndex:
-        documents = read_shard_documents(folder, version)
-        return ShardedIndex(documents, job.backend.shard_index(documents, job.index_settings, folder, shard_set))
+        table = read_shard_table(folder, version)
+        documents, live = documents_of(table, folder), None
+        if overlay is not None:
+            live = _live_rows(table, read_overlay(folder, overlay, version, table.num_rows), folder)
+        index = job.backend.shard_index(documents, job.index_settings, folder, shard_set, live)
+        return ShardedIndex(documents, index, live)
 
-    return INDEX_CACHE.get_or_build(key, build)
+    base = INDEX_CACHE.get_or_build(IndexKey.of(backend, settings, f"{folder}/{version}/{overlay}"), build)
+    if overlay is None:
+        return base, None
+
+    def build_overlay() -> ShardedIndex:
+        assert overlay is not None
+        added = read_overlay(folder, overlay, version, len(base.documents))
+        place = overlay_folder(folder)
+        documents = documents_of(added.table, place)
+        return ShardedIndex(documents, job.backend.shard_index(documents, job.index_settings, place, shard_set))
+
+    key = IndexKey.of(backend, settings, f"{overlay_folder(folder)}/{overlay}/{version}")
+    return base, INDEX_CACHE.get_or_build(key, build_overlay)
+
+
+def _live_rows(base: Any, overlay: Overlay, folder: Path) -> Any:
+    """Which of the base's rows the overlay leaves, refused when one of them shares a doc_id with the overlay's rows
+    (a writer keeps them apart; a stored overlay that does not would answer a document twice)."""
+    import pyarrow.compute as pc
+
+    live = overlay.live(base.num_rows)
+    held = base.column("doc_id").filter(live)
+    if pc.any(pc.is_in(overlay.table.column("doc_id"), value_set=held.combine_chunks())).as_py():
+        raise IndexMismatchError("index_dir", str(folder), "an overlay of documents its base no longer holds")
+    return live
 
 
 @contextlib.contextmanager

@@ -60,6 +60,15 @@ INDEX_SHARDS: OptionSpec[int] = OptionSpec(
     default=1,
     minimum=1,
 )
+INDEX_OVERLAY_SHARE: OptionSpec[float] = OptionSpec(
+    "index_overlay_share",
+    "number",
+    "with `index_shards`: an edit that leaves at most this share of a shard's rows changed or gone since it was "
+    "last written whole is kept beside it as an overlay, not a rewrite; 0 writes every changed shard whole",
+    default=0.1,
+    minimum=0.0,
+    maximum=1.0,
+)
 SHARDS_FOLDER = "shards"
 DOCUMENTS_FILE = "documents.arrow"
 ROW_HASHES_FILE = "row_hashes.npy"
@@ -68,6 +77,11 @@ reads to withhold the text of rows that are unchanged (``KnownRows``)."""
 DOCUMENTS_KIND = "shard-documents-6"
 """The documents file's format: doc_id, text and metadata strings, each text's digest (``text_digests``) and each
 row's hash (made by Spark, ``core.contract.spark_shard_builds``), sorted by doc_id."""
+OVERLAY_FOLDER = "overlay"
+OVERLAY_KIND = "shard-overlay-1"
+"""An overlay's rows (a shard documents file) and the positions of its base's rows that are gone (``DEAD_ROWS_FILE``),
+for one base version named in its claim."""
+DEAD_ROWS_FILE = "dead_rows.npy"
 SNAPSHOT_KIND = "shard-snapshot"
 RECORD_TERMS_FILE = "record_terms.npy"
 """Beside a snapshot: each recorded shard's terms as ids into the snapshot's vocabulary, shard after shard."""
@@ -120,7 +134,6 @@ def write_shard_table(folder: Path, shard: int, table: Any, *, keep_same: bool =
     """Keep a shard's rows (``shard_table``) as the live version of the store in ``folder``, unless it already holds
     exactly them (the same row hashes in the same order, which name every row's doc_id, metadata and text; not
     checked without ``keep_same``, for rows known to be new); the live version's name."""
-    pa = require_module("pyarrow", "pyarrow", "frameworks")
     hashes = _hash_rows(table.column(ROW_HASH_COLUMN))
     claim = StoreClaim(DOCUMENTS_KIND, {"shard": shard}, hashlib.sha256(hashes.tobytes()).hexdigest())
     store = folder / "documents"
@@ -129,12 +142,67 @@ def write_shard_table(folder: Path, shard: int, table: Any, *, keep_same: bool =
         assert version is not None
         return version.name
 
-    def save(staging: Path) -> None:
-        with pa.OSFile(str(staging / DOCUMENTS_FILE), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table)
-        save_npy(staging / ROW_HASHES_FILE, hashes[DigestIndex.of(hashes).rows])
+    return write_store(store, claim, lambda staging: _save_rows(staging, table, hashes))
 
-    return write_store(store, claim, save)
+
+def _save_rows(staging: Path, table: Any, hashes: npt.NDArray[np.uint8]) -> None:
+    pa = require_module("pyarrow", "pyarrow", "frameworks")
+    with pa.OSFile(str(staging / DOCUMENTS_FILE), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    save_npy(staging / ROW_HASHES_FILE, hashes[DigestIndex.of(hashes).rows])
+
+
+def overlay_folder(folder: Path) -> Path:
+    """Where a shard keeps its overlay: the rows a small change brought and which of its base's rows are gone, so
+    the base version is kept as it is."""
+    return folder / OVERLAY_FOLDER
+
+
+def write_overlay(folder: Path, shard: int, base: str, table: Any, dead: npt.NDArray[np.int64]) -> str:
+    """Keep a shard's overlay over its ``base`` version as the live version of its overlay store: ``table`` its
+    rows (``shard_table``), ``dead`` the increasing positions of the base's rows that are gone."""
+    hashes = _hash_rows(table.column(ROW_HASH_COLUMN))
+    dead = np.asarray(dead, dtype="<i8")
+    fingerprint = hashlib.sha256(hashes.tobytes())
+    fingerprint.update(dead.tobytes())
+    claim = StoreClaim(OVERLAY_KIND, {"shard": shard, "base": base}, fingerprint.hexdigest())
+
+    def save(staging: Path) -> None:
+        _save_rows(staging, table, hashes)
+        save_npy(staging / DEAD_ROWS_FILE, dead)
+
+    return write_store(overlay_folder(folder) / "documents", claim, save)
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """A shard's overlay as read back: its rows and the positions of its base's rows that are gone."""
+
+    table: Any
+    dead: npt.NDArray[np.int64]
+
+    def live(self, base_rows: int) -> npt.NDArray[np.bool_]:
+        """Which of the base's rows are still the shard's."""
+        live = np.ones(base_rows, dtype=bool)
+        live[self.dead] = False
+        return live
+
+
+def read_overlay(folder: Path, version_name: str, base: str, base_rows: int) -> Overlay:
+    """One version of a shard's overlay over the ``base`` version of ``base_rows`` rows, checked against its
+    manifest: rows as ``read_shard_table`` checks them, dead rows increasing within the base, or an
+    ``IndexMismatchError``."""
+    version = named_version(overlay_folder(folder) / "documents", version_name)
+    if version.claim.kind != OVERLAY_KIND or version.claim.settings.get("base") != base:
+        raise IndexMismatchError("index_dir", str(version.folder), f"an overlay of the shard's version {base}")
+
+    def load(path: Path) -> Overlay:
+        dead = load_npy(path / DEAD_ROWS_FILE, dtype="<i8")
+        if dead.ndim != 1 or (len(dead) and (dead[0] < 0 or dead[-1] >= base_rows or bool((np.diff(dead) <= 0).any()))):
+            raise IndexMismatchError("index_dir", str(path), "increasing positions of the base's rows")
+        return Overlay(_checked_rows(path), dead.astype(np.int64))
+
+    return load_version(version, load)
 
 
 @dataclass(frozen=True)
@@ -172,19 +240,29 @@ def _hash_rows(hashes: Any) -> npt.NDArray[np.uint8]:
     return np.frombuffer(_fixed_width_bytes(array), dtype=np.uint8).reshape(-1, ROW_HASH_BYTES)
 
 
-def shard_row_hashes(folder: Path, version_name: str) -> KnownRows:
+def shard_row_hashes(folder: Path, version_name: str, overlay: str | None = None) -> KnownRows:
     """The row hashes of one version of a shard's store (``ROW_HASHES_FILE``), memory-mapped (the executor's Python
-    workers share them in the page cache), or none when they cannot be read. A hint only: a row found here crosses
-    without its text, and its shard checks it against the rows it keeps, so a wrong file costs time (texts sent,
-    or read again), never a wrong index."""
-    path = folder / "documents" / version_name / ROW_HASHES_FILE
+    workers share them in the page cache), with its ``overlay``'s rows when it has one (a base row the overlay
+    marks gone counts too: it comes back without its text), or none when they cannot be read. A hint only: a row
+    found here crosses without its text, and its shard checks it against the rows it keeps, so a wrong file costs
+    time (texts sent, or read again), never a wrong index."""
+    base = _row_hashes_file(folder / "documents" / version_name / ROW_HASHES_FILE)
+    if overlay is None or not len(base):
+        return KnownRows.of(base)
+    added = _row_hashes_file(overlay_folder(folder) / "documents" / overlay / ROW_HASHES_FILE)
+    return KnownRows(DigestIndex.of(np.concatenate([base, added])))
+
+
+def _row_hashes_file(path: Path) -> npt.NDArray[np.uint8]:
+    """A row hashes file in key order, memory-mapped, or no rows when it cannot be read."""
     try:
         shape = check_npy(path, dtype="|u1")
         if len(shape) == 2 and shape[1] == ROW_HASH_BYTES:
-            return KnownRows.of(np.load(path, mmap_mode="r", allow_pickle=False))
+            hashes: npt.NDArray[np.uint8] = np.load(path, mmap_mode="r", allow_pickle=False)
+            return hashes
     except (IndexMismatchError, OSError, ValueError):
         pass
-    return KnownRows.of(np.zeros((0, ROW_HASH_BYTES), dtype=np.uint8))
+    return np.zeros((0, ROW_HASH_BYTES), dtype=np.uint8)
 
 
 def checked_row_hashes(folder: Path, version_name: str) -> KnownRows:
@@ -207,31 +285,32 @@ def checked_row_hashes(folder: Path, version_name: str) -> KnownRows:
 def read_shard_table(folder: Path, version_name: str) -> Any:
     """The rows of one version of a shard's store, checked against its manifest and read memory-mapped: non-null
     columns of ``shard_table``'s types, doc_ids strictly increasing (so unique), or an ``IndexMismatchError``."""
-    pa = require_module("pyarrow", "pyarrow", "frameworks")
-    pc = require_module("pyarrow.compute", "pyarrow", "frameworks")
     version = named_version(folder / "documents", version_name)
     if version.claim.kind != DOCUMENTS_KIND:
         raise IndexMismatchError("index_dir", str(version.folder), "a shard's documents")
+    return load_version(version, _checked_rows)
 
-    def load(path: Path) -> Any:
-        table = pa.ipc.open_file(pa.memory_map(str(path / DOCUMENTS_FILE))).read_all()
-        table.validate(full=True)
-        types = {
-            **dict.fromkeys(_DOCUMENT_COLUMNS, pa.large_string()),
-            DIGEST_COLUMN: pa.binary(TEXT_DIGEST_BYTES),
-            ROW_HASH_COLUMN: pa.binary(ROW_HASH_BYTES),
-        }
-        if table.column_names != list(types) or any(
-            table.column(name).type != kind or table.column(name).null_count for name, kind in types.items()
-        ):
-            expected = "a shard's doc_id, text, metadata, digest and row_hash columns"
-            raise IndexMismatchError("index_dir", str(path), expected)
-        doc_ids = table.column("doc_id")
-        if len(doc_ids) > 1 and not pc.all(pc.less(doc_ids[:-1], doc_ids[1:])).as_py():
-            raise IndexMismatchError("index_dir", str(path), "a shard's doc_ids unique and in order")
-        return table
 
-    return load_version(version, load)
+def _checked_rows(path: Path) -> Any:
+    """A version folder's documents file, memory-mapped: ``shard_table``'s non-null columns, doc_ids increasing."""
+    pa = require_module("pyarrow", "pyarrow", "frameworks")
+    pc = require_module("pyarrow.compute", "pyarrow", "frameworks")
+    table = pa.ipc.open_file(pa.memory_map(str(path / DOCUMENTS_FILE))).read_all()
+    table.validate(full=True)
+    types = {
+        **dict.fromkeys(_DOCUMENT_COLUMNS, pa.large_string()),
+        DIGEST_COLUMN: pa.binary(TEXT_DIGEST_BYTES),
+        ROW_HASH_COLUMN: pa.binary(ROW_HASH_BYTES),
+    }
+    if table.column_names != list(types) or any(
+        table.column(name).type != kind or table.column(name).null_count for name, kind in types.items()
+    ):
+        expected = "a shard's doc_id, text, metadata, digest and row_hash columns"
+        raise IndexMismatchError("index_dir", str(path), expected)
+    doc_ids = table.column("doc_id")
+    if len(doc_ids) > 1 and not pc.all(pc.less(doc_ids[:-1], doc_ids[1:])).as_py():
+        raise IndexMismatchError("index_dir", str(path), "a shard's doc_ids unique and in order")
+    return table
 
 
 def documents_of(table: Any, path: Path, *, metadata: bool = True) -> Corpus:
@@ -369,6 +448,7 @@ class Snapshot:
 
     versions: dict[int, str]
     records: dict[int, ShardRecord]
+    overlays: dict[int, str] = dataclasses.field(default_factory=dict)
 
 
 def read_snapshot(root: Path, settings: Mapping[str, Any]) -> Snapshot | None:
@@ -401,6 +481,13 @@ def read_snapshot(root: Path, settings: Mapping[str, Any]) -> Snapshot | None:
         LOGGER.warning("index_shards: ignoring the snapshot in %s: not a map of shard numbers to versions", store)
         return None
     versions = {int(number): name for number, name in shards.items()}
+    overlays = listed.get("overlays", {})
+    if not isinstance(overlays, dict) or not all(
+        isinstance(number, str) and number.isdigit() and int(number) in versions and isinstance(name, str)
+        for number, name in overlays.items()
+    ):
+        LOGGER.warning("index_shards: ignoring the snapshot in %s: not a map of shard numbers to overlays", store)
+        return None
     try:
         records = _records_of(listed, arrays, set(versions))
     except (KeyError, TypeError, ValueError, IndexError) as error:
@@ -408,7 +495,7 @@ def read_snapshot(root: Path, settings: Mapping[str, Any]) -> Snapshot | None:
             "index_shards: reading every shard again, the snapshot's records in %s are not usable: %r", store, error
         )
         records = {}
-    return Snapshot(versions, records)
+    return Snapshot(versions, records, {int(number): name for number, name in overlays.items()})
 
 
 def _snapshot_files(path: Path) -> tuple[Any, tuple[npt.NDArray[Any], npt.NDArray[Any]] | None]:
@@ -521,15 +608,41 @@ class TermStatistics:
     languages: tuple[tuple[str, int], ...]
 
     @classmethod
-    def of(cls, analysed: AnalysedCorpus) -> TermStatistics:
-        statistics = CorpusStatistics.of(analysed.counts, analysed.vocabulary[EMPTY_TERM])
+    def of(cls, analysed: AnalysedCorpus, live: npt.NDArray[np.bool_] | None = None) -> TermStatistics:
+        """The statistics of the analysed documents, or of those ``live`` marks: only terms they hold are listed
+        (and the empty term), as a build over those documents alone would list them."""
+        empty = analysed.vocabulary[EMPTY_TERM]
+        counts = analysed.counts if live is None else analysed.counts.only(live)
+        statistics = CorpusStatistics.of(counts, empty)
+        held = statistics.frequencies > 0
+        held[empty] = True
         terms = [""] * len(analysed.vocabulary)
         for term, term_id in analysed.vocabulary.items():
             terms[term_id] = term
+        ids = np.flatnonzero(held)
         known = analysed.languages
-        per_language = np.bincount(np.frombuffer(known.documents, dtype=np.uint8), minlength=len(known.languages))
+        documents = np.frombuffer(known.documents, dtype=np.uint8)
+        documents = documents if live is None else documents[live]
+        per_language = np.bincount(documents, minlength=len(known.languages))
         languages = tuple((code, int(count)) for code, count in zip(known.languages, per_language.tolist()) if count)
-        return cls(statistics.document_count, statistics.total_length, tuple(terms), statistics.frequencies, languages)
+        listed = tuple(terms[term_id] for term_id in ids.tolist())
+        return cls(statistics.document_count, statistics.total_length, listed, statistics.frequencies[ids], languages)
+
+    def __add__(self, other: TermStatistics) -> TermStatistics:
+        """The statistics of two disjoint parts of a shard (its base's rows still held, and its overlay)."""
+        totals = dict(zip(self.terms, self.frequencies.tolist(), strict=True))
+        for term, frequency in zip(other.terms, other.frequencies.tolist(), strict=True):
+            totals[term] = totals.get(term, 0) + frequency
+        languages = dict(self.languages)
+        for code, count in other.languages:
+            languages[code] = languages.get(code, 0) + count
+        return TermStatistics(
+            self.document_count + other.document_count,
+            self.total_length + other.total_length,
+            tuple(totals),
+            np.array(list(totals.values()), dtype=np.int64),
+            tuple(sorted(languages.items())),
+        )
 
 
 @dataclass(frozen=True)
@@ -568,26 +681,33 @@ class CorpusTerms:
         hasher.update(self.statistics.frequencies.tobytes())
         return hasher.hexdigest()
 
-    def counts(self, analysed: AnalysedCorpus) -> TermCountArrays:
+    def counts(self, analysed: AnalysedCorpus, live: npt.NDArray[np.bool_] | None = None) -> TermCountArrays:
         """A shard's term counts with this vocabulary's ids (rows keep the shard's order of terms: scores and
-        statistics do not depend on it)."""
-        renumbered = np.zeros(len(analysed.vocabulary), dtype=np.int32)
+        statistics do not depend on it); rows ``live`` does not mark are left without terms (their documents are
+        gone: no statistic counts them, so their terms may be unknown here)."""
+        renumbered = np.full(len(analysed.vocabulary), -1, dtype=np.int64)
         for term, term_id in analysed.vocabulary.items():
-            renumbered[term_id] = self.vocabulary[term]
-        counts = analysed.counts
-        return TermCountArrays(counts.indptr, renumbered[counts.terms], counts.counts, len(self.vocabulary))
+            renumbered[term_id] = self.vocabulary.get(term, -1)
+        counts = analysed.counts if live is None else analysed.counts.emptied(live)
+        terms = renumbered[counts.terms]
+        if len(terms) and int(terms.min()) < 0:  # stored terms that disagree with the snapshot's statistics
+            raise IndexMismatchError("index_dir", "a shard's terms", "terms among the corpus's statistics")
+        return TermCountArrays(counts.indptr, terms.astype(np.int32), counts.counts, len(self.vocabulary))
 
-    def corpus_languages(self, analysed: AnalysedCorpus) -> CorpusLanguages:
-        """A shard's document languages among the corpus's, with the corpus's main language."""
+    def corpus_languages(self, analysed: AnalysedCorpus, live: npt.NDArray[np.bool_] | None = None) -> CorpusLanguages:
+        """A shard's document languages among the corpus's, with the corpus's main language (a gone document's,
+        which no statistic counts, may be any)."""
         position = {code: index for index, code in enumerate(self.languages)}
         own = analysed.languages
         documents = np.frombuffer(own.documents, dtype=np.uint8)
+        held = set(np.unique(documents if live is None else documents[live]).tolist())
         table = np.zeros(len(own.languages), dtype=np.uint8)
         for index in np.unique(documents).tolist():  # the languages its documents hold, not every one it lists
             code = own.languages[index]
-            if code not in position:  # stored terms that disagree with the snapshot's statistics
+            if code in position:
+                table[index] = position[code]
+            elif index in held:  # stored terms that disagree with the snapshot's statistics
                 raise IndexMismatchError("index_dir", code, "a shard's document languages among the corpus's")
-            table[index] = position[code]
         mapped = table[documents].tobytes()
         return CorpusLanguages(self.languages, self.main, mapped)
 
@@ -604,6 +724,8 @@ class ShardSet:
     placement: CorpusPlacement | None
     terms: CorpusTerms | None
     snapshot: str = ""
+    overlays: tuple[str | None, ...] = ()
+    """Each shard's overlay version over its base version (``write_overlay``), None for a shard without one."""
 
     @property
     def shards(self) -> int:
@@ -620,6 +742,10 @@ class ShardSet:
         """The folder of the set's shard at ``position`` (of ``numbers``)."""
         return shard_folder(self.root, self.numbers[position])
 
+    def overlay(self, position: int) -> str | None:
+        """The overlay version of the set's shard at ``position``, if it has one."""
+        return self.overlays[position] if self.overlays else None
+
 
 def write_snapshot(
     shard_set: ShardSet, settings: Mapping[str, Any], records: Mapping[int, ShardRecord] | None = None
@@ -628,9 +754,15 @@ def write_snapshot(
     what each shard version gave (``ShardRecord``, by shard number)."""
     terms = shard_set.terms
     kept = dict(records or {})
+    overlays = {
+        str(number): shard_set.overlay(position)
+        for position, number in enumerate(shard_set.numbers)
+        if shard_set.overlay(position) is not None
+    }
 
     def save(folder: Path) -> None:
         listed: dict[str, Any] = {"shards": dict(zip(map(str, shard_set.numbers), shard_set.versions, strict=True))}
+        listed["overlays"] = overlays
         if terms is not None:
             listed.update(
                 terms=list(terms.vocabulary),
@@ -658,7 +790,7 @@ def write_snapshot(
         )
         (folder / "snapshot.json").write_text(json.dumps(listed, ensure_ascii=False), encoding="utf-8")
 
-    fingerprint = hashlib.sha256(json.dumps([shard_set.numbers, shard_set.versions]).encode())
+    fingerprint = hashlib.sha256(json.dumps([shard_set.numbers, shard_set.versions, overlays]).encode())
     if terms is not None:
         fingerprint.update(terms.fingerprint.encode())
     claim = StoreClaim(SNAPSHOT_KIND, dict(settings), fingerprint.hexdigest())
@@ -695,7 +827,7 @@ def forget_shards(index_dir: Path, doomed: Callable[[str, Mapping[str, Any]], bo
     shards went."""
     removed = 0
     for shard in sorted((index_dir / SHARDS_FOLDER).glob("*/*-shards/shard-*")):
-        if _holds_doomed(shard / "documents", doomed):
+        if _holds_doomed(shard / "documents", doomed) or _holds_doomed(overlay_folder(shard) / "documents", doomed):
             remove_store(shard.parent / "snapshot")
             shutil.rmtree(shard, ignore_errors=True)
             removed += 1

@@ -34,6 +34,22 @@ class TermCountArrays:
     def document_count(self) -> int:
         return len(self.indptr) - 1
 
+    def only(self, live: npt.NDArray[np.bool_]) -> TermCountArrays:
+        """The rows ``live`` marks, in order: the counts of those documents alone."""
+        lengths = np.diff(self.indptr)
+        kept = np.repeat(live, lengths)
+        indptr = np.zeros(int(live.sum()) + 1, dtype=np.int64)
+        np.cumsum(lengths[live], out=indptr[1:])
+        return TermCountArrays(indptr, self.terms[kept], self.counts[kept], self.vocabulary_size)
+
+    def emptied(self, live: npt.NDArray[np.bool_]) -> TermCountArrays:
+        """Every row, those ``live`` does not mark left without terms: the rows keep their positions."""
+        lengths = np.where(live, np.diff(self.indptr), 0)
+        indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        kept = np.repeat(live, np.diff(self.indptr))
+        return TermCountArrays(indptr, self.terms[kept], self.counts[kept], self.vocabulary_size)
+
 
 @dataclass(frozen=True)
 class CorpusStatistics:

@@ -57,16 +57,20 @@ def rank_corpus(
     return_metadata: bool = False,
     explain: Explain | None = None,
     candidate_count: int | None = None,
+    live: AllowedMask = None,
 ) -> list[list[dict[str, Any]]]:
     """Passage rows for every query: filter to a mask, search with exact ties, rank; ``search`` is called only
     when some document can be returned, so a backend never builds an index for nothing. ``candidate_count`` is
     how many documents the search ranks when ``documents`` holds only those it may return (a sharded corpus's).
+    ``live`` marks the documents that are still the corpus's (a shard's base under an overlay): no other is returned.
 
     Each slice of queries is ranked as soon as it is searched, so only one slice's raw hits are alive at a time.
     With ``explain``, each row also gets ``explanation``, asked for once for every query's returned passages
     after all are ranked; without it nothing of the kind is kept.
     """
     allowed = allowed_mask(documents, metadata_filter)
+    if live is not None:
+        allowed = live if allowed is None else allowed & live
     rows: list[list[dict[str, Any]]] = [[] for _ in queries]
     if not documents or (allowed is not None and not allowed.any()):
         return rows

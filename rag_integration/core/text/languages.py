@@ -9,7 +9,7 @@ import importlib.util
 import math
 import os
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Protocol
@@ -277,9 +277,15 @@ class PlacementSample:
 
     @classmethod
     def of(cls, texts: Sequence[str], digests: Sequence[bytes]) -> PlacementSample:
+        return cls.of_digests(digests, texts.__getitem__)
+
+    @classmethod
+    def of_digests(cls, digests: Sequence[bytes], text_of: Callable[[int], str]) -> PlacementSample:
+        """The sample of texts given by their digests, ``text_of`` reading the text at a position (only the chosen
+        ones are read)."""
         chosen = _least_digests(digests)
-        detected = detect_languages([texts[position] for position in chosen])
-        return cls(len(texts), tuple((digests[p], code) for p, code in zip(chosen, detected, strict=True)))
+        detected = detect_languages([text_of(position) for position in chosen])
+        return cls(len(digests), tuple((digests[p], code) for p, code in zip(chosen, detected, strict=True)))
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,13 @@ from rag_integration.core.documents.visibility import NO_PRINCIPALS, PRINCIPALS,
 from rag_integration.core.errors import InvalidOptionError, MissingOptionError
 from rag_integration.core.indexes.cache import INDEX_CACHE, VIEW_CACHE, IndexKey, building_view
 from rag_integration.core.indexes.retention import KEEP_VERSIONS
-from rag_integration.core.indexes.shards import INDEX_SHARDS, ShardSet, TermStatistics, shards_root
+from rag_integration.core.indexes.shards import (
+    INDEX_OVERLAY_SHARE,
+    INDEX_SHARDS,
+    ShardSet,
+    TermStatistics,
+    shards_root,
+)
 from rag_integration.core.options import OptionReader, option_keys
 from rag_integration.core.ranking.explain import checked_explanations
 from rag_integration.core.ranking.passages import (
@@ -119,13 +125,16 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
     FEATURE_NAME: ClassVar[str] = "retrieved_passages"
     SELECTOR: ClassVar[str] = "retrieve_backend"
     OPTIONS: ClassVar[tuple[str, ...]] = option_keys(
-        TOP_K, FILTERS, RETURN_METADATA, INDEX_DIR, EXPLAIN, KEEP_VERSIONS, INDEX_SHARDS
+        TOP_K, FILTERS, RETURN_METADATA, INDEX_DIR, EXPLAIN, KEEP_VERSIONS, INDEX_SHARDS, INDEX_OVERLAY_SHARE
     )
     SOURCES: ClassVar[tuple[Source, ...]] = (QUERIES, CORPUS)
     CORPUS_REQUIRED: ClassVar[bool] = True
     SHARDS_RANK_AS_ONE: ClassVar[bool] = False
     """True for a backend whose shards (``index_shards``) rank exactly as one index: it implements the shard hooks
     (``shard_part``, ``shard_index``) or its scores need nothing of other documents."""
+    SHARD_OVERLAYS: ClassVar[bool] = False
+    """True for a backend whose shard hooks take ``live`` (the base rows an overlay leaves): a small edit of its
+    shards is then kept as an overlay (``index_overlay_share``) instead of a rewrite."""
     """False for a backend whose documents come with its index (``open_index`` reads both from ``index_dir``)."""
 
     @classmethod
@@ -190,7 +199,9 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         shards = INDEX_SHARDS.read(reader)
         settings_key = IndexKey.of(str(cls.BACKEND), index_settings, "").settings
         root = shards_root(index_dir, str(cls.BACKEND), settings_key, shards)
-        job = ShardJob(cls, settings, index_settings, root, shards, column, cls.analysis_language(index_settings))
+        language = cls.analysis_language(index_settings)
+        overlay_share = INDEX_OVERLAY_SHARE.read(reader) if cls.SHARD_OVERLAYS else 0.0
+        job = ShardJob(cls, settings, index_settings, root, shards, column, language, overlay_share)
         shard_set = build_shards(data, job)
         check_deadline(f"after {cls.__name__} built {shards} shards")
         answers = cls.sharded_rows(data, job, shard_set, query) if queries else []
@@ -223,29 +234,39 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
 
     @classmethod
     def shard_part(
-        cls, documents: Sequence[Document], settings: K, folder: Path, placement: CorpusPlacement | None
+        cls,
+        documents: Sequence[Document],
+        settings: K,
+        folder: Path,
+        placement: CorpusPlacement | None,
+        live: AllowedMask = None,
     ) -> TermStatistics | None:
         """On an executor, for one shard's documents: keep in ``folder`` what ``shard_index`` makes its index from
         and return the shard's part of the corpus-wide term statistics (``placement`` places its documents' languages
-        as the whole corpus's build would). By default nothing is kept and no statistics are needed (vectors)."""
+        as the whole corpus's build would), of the documents ``live`` marks when given (a base under an overlay: what
+        it keeps is kept already). By default nothing is kept and no statistics are needed (vectors)."""
         return None
 
     @classmethod
-    def shard_index(cls, documents: Sequence[Document], settings: K, folder: Path, shard_set: ShardSet) -> I:
+    def shard_index(
+        cls, documents: Sequence[Document], settings: K, folder: Path, shard_set: ShardSet, live: AllowedMask = None
+    ) -> I:
         """On an executor: the index of one shard's documents, scored as rows of one index over the whole corpus
-        (``shard_set.terms``, the summed statistics). By default the shard's own index, for scores that need nothing
-        of the other documents."""
+        (``shard_set.terms``, the summed statistics); the documents ``live`` does not mark are never ranked, so
+        their rows may score anything. By default the shard's own index, for scores that need nothing of the other
+        documents."""
         return cls.build_index(documents, settings)
 
     @classmethod
     def rank_shard(
-        cls, documents: Sequence[Document], index: I, query: ShardQuery, settings: S
+        cls, documents: Sequence[Document], index: I, query: ShardQuery, settings: S, live: AllowedMask = None
     ) -> list[list[dict[str, Any]]]:
-        """One shard's rows for every query: its best ``top_k`` passages, exactly as ``retrieve`` ranks them."""
+        """One shard's rows for every query: its best ``top_k`` passages among those ``live`` marks, exactly as
+        ``retrieve`` ranks them."""
         request = RetrieveRequest(
             query.queries, documents, query.top_k, query.metadata_filter, query.return_metadata, None, query.explain
         )
-        return cls.ranked(documents, lambda: index, request, settings)
+        return cls.ranked(documents, lambda: index, request, settings, live)
 
     @classmethod
     def retrieve(cls, request: RetrieveRequest, settings: S) -> list[list[dict[str, Any]]]:
@@ -259,9 +280,15 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
 
     @classmethod
     def ranked(
-        cls, documents: Sequence[Document], index: Callable[[], I], request: RetrieveRequest, settings: S
+        cls,
+        documents: Sequence[Document],
+        index: Callable[[], I],
+        request: RetrieveRequest,
+        settings: S,
+        live: AllowedMask = None,
     ) -> list[list[dict[str, Any]]]:
-        """Rows for every query of ``request``, ranked over ``documents`` with the index ``index`` gives."""
+        """Rows for every query of ``request``, ranked over ``documents`` (those ``live`` marks, when given) with
+        the index ``index`` gives."""
 
         def search(queries: list[str], depth: int, allowed: AllowedMask) -> list[Hits]:
             built = index()
@@ -279,6 +306,7 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
             request.metadata_filter,
             request.return_metadata,
             explain if request.explain else None,
+            live=live,
         )
 
     @classmethod

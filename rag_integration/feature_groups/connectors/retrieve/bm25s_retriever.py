@@ -85,6 +85,7 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
     EXTRA: ClassVar[str | None] = "connectors"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("bm25s", "Stemmer")
     SHARDS_RANK_AS_ONE: ClassVar[bool] = True
+    SHARD_OVERLAYS: ClassVar[bool] = True
 
     @classmethod
     def index_settings(cls, settings: Bm25sSettings) -> Bm25sIndexSettings:
@@ -104,21 +105,27 @@ class Bm25sRetriever(BaseRetrieveConnector[Bm25sSettings, Bm25sIndexSettings, Bm
         settings: Bm25sIndexSettings,
         folder: Path,
         placement: CorpusPlacement | None,
+        live: AllowedMask = None,
     ) -> TermStatistics:
-        return TermStatistics.of(analysed_shard(documents, _analysis(settings), folder, placement))
+        return TermStatistics.of(analysed_shard(documents, _analysis(settings), folder, placement), live)
 
     @classmethod
     def shard_index(
-        cls, documents: Sequence[Document], settings: Bm25sIndexSettings, folder: Path, shard_set: ShardSet
+        cls,
+        documents: Sequence[Document],
+        settings: Bm25sIndexSettings,
+        folder: Path,
+        shard_set: ShardSet,
+        live: AllowedMask = None,
     ) -> Bm25sIndex:
         """The shard's counts by the corpus's vocabulary, scored with the corpus's statistics."""
         analysed = analysed_shard(documents, _analysis(settings), folder, shard_set.placement)
         corpus = shard_set.corpus_terms()
-        counts = corpus.counts(analysed)
+        counts = corpus.counts(analysed, live)
         model = Bm25Model.from_counts(
             counts, corpus.vocabulary, settings.method, settings.k1, settings.b, corpus.statistics
         )
-        return Bm25sIndex(model, corpus.vocabulary, corpus.corpus_languages(analysed), settings)
+        return Bm25sIndex(model, corpus.vocabulary, corpus.corpus_languages(analysed, live), settings)
 
     @classmethod
     def keep_stored(cls, documents: Sequence[Document], settings: Bm25sIndexSettings, index_dir: Path) -> None:

@@ -132,14 +132,24 @@ class FaissDenseRetriever(BaseRetrieveConnector[FaissDenseSettings, FaissDenseIn
 
     @classmethod
     def shard_part(
-        cls, documents: Sequence[Document], settings: FaissDenseIndexSettings, folder: Path, placement: object
+        cls,
+        documents: Sequence[Document],
+        settings: FaissDenseIndexSettings,
+        folder: Path,
+        placement: object,
+        live: AllowedMask = None,
     ) -> None:
         """The shard's embeddings, kept in its folder for ``shard_index``: vectors need no corpus statistics."""
         EMBEDDING_MEMO.embed(get_embedder(settings.embedding_model_option), texts_of(documents), folder)
 
     @classmethod
     def shard_index(
-        cls, documents: Sequence[Document], settings: FaissDenseIndexSettings, folder: Path, shard_set: object
+        cls,
+        documents: Sequence[Document],
+        settings: FaissDenseIndexSettings,
+        folder: Path,
+        shard_set: object,
+        live: AllowedMask = None,
     ) -> FaissIndex:
         with keeping_in(folder):
             return cls.build_index(documents, settings)

@@ -160,13 +160,19 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
         settings: HybridIndexSettings,
         folder: Path,
         placement: CorpusPlacement | None,
+        live: AllowedMask = None,
     ) -> TermStatistics:
         FaissDenseRetriever.shard_part(documents, settings.faiss, folder, placement)
         return Bm25sRetriever.shard_part(documents, settings.bm25s, folder, placement)
 
     @classmethod
     def shard_index(
-        cls, documents: Sequence[Document], settings: HybridIndexSettings, folder: Path, shard_set: ShardSet
+        cls,
+        documents: Sequence[Document],
+        settings: HybridIndexSettings,
+        folder: Path,
+        shard_set: ShardSet,
+        live: AllowedMask = None,
     ) -> HybridIndex:
         lexical = Bm25sRetriever.shard_index(documents, settings.bm25s, folder, shard_set)
         dense = FaissDenseRetriever.shard_index(documents, settings.faiss, folder, shard_set)
@@ -181,7 +187,10 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
 
         def gather(candidates: int) -> list[ShardCandidates]:
             return on_each_shard(
-                frame, job, shard_set, lambda docs, index: _shard_candidates(docs, index, query, candidates, settings)
+                frame,
+                job,
+                shard_set,
+                lambda docs, index, live: _shard_candidates(docs, index, query, candidates, settings),
             )
 
         names = [str(ranker.BACKEND) for ranker in RANKERS]

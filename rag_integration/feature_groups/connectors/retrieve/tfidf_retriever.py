@@ -73,6 +73,7 @@ class TfidfRetriever(BaseRetrieveConnector[TfidfSettings, TfidfSettings, TfidfIn
     EXTRA: ClassVar[str | None] = "tfidf"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("sklearn", "scipy")
     SHARDS_RANK_AS_ONE: ClassVar[bool] = True
+    SHARD_OVERLAYS: ClassVar[bool] = True
 
     @classmethod
     def build_index(cls, documents: Sequence[Document], settings: TfidfSettings) -> TfidfIndex:
@@ -99,18 +100,27 @@ class TfidfRetriever(BaseRetrieveConnector[TfidfSettings, TfidfSettings, TfidfIn
 
     @classmethod
     def shard_part(
-        cls, documents: Sequence[Document], settings: TfidfSettings, folder: Path, placement: CorpusPlacement | None
+        cls,
+        documents: Sequence[Document],
+        settings: TfidfSettings,
+        folder: Path,
+        placement: CorpusPlacement | None,
+        live: AllowedMask = None,
     ) -> TermStatistics:
-        return TermStatistics.of(
-            analysed_shard(documents, AnalysisSettings(settings.language, True), folder, placement)
-        )
+        analysed = analysed_shard(documents, AnalysisSettings(settings.language, True), folder, placement)
+        return TermStatistics.of(analysed, live)
 
     @classmethod
     def shard_index(
-        cls, documents: Sequence[Document], settings: TfidfSettings, folder: Path, shard_set: ShardSet
+        cls,
+        documents: Sequence[Document],
+        settings: TfidfSettings,
+        folder: Path,
+        shard_set: ShardSet,
+        live: AllowedMask = None,
     ) -> TfidfIndex:
         analysed = analysed_shard(documents, AnalysisSettings(settings.language, True), folder, shard_set.placement)
-        return _from_counts(analysed, settings, shard_set.corpus_terms())
+        return _from_counts(analysed, settings, shard_set.corpus_terms(), live)
 
     @classmethod
     def search(
@@ -178,13 +188,18 @@ class TfidfRetriever(BaseRetrieveConnector[TfidfSettings, TfidfSettings, TfidfIn
         return TfidfIndex(vectorizer, matrix, load_corpus_languages(folder, len(documents)), settings)
 
 
-def _from_counts(analysed: AnalysedCorpus, settings: TfidfSettings, corpus: CorpusTerms | None = None) -> TfidfIndex:
+def _from_counts(
+    analysed: AnalysedCorpus,
+    settings: TfidfSettings,
+    corpus: CorpusTerms | None = None,
+    live: AllowedMask = None,
+) -> TfidfIndex:
     """The index scikit-learn's vectorizer would fit on these documents: columns in term order, its idf and
     weights (``TfidfTransformer``) over the analysed corpus's counts. Given the ``corpus`` they are a shard of, its
-    vocabulary and idf: the shard's rows of the whole corpus's index."""
+    vocabulary and idf: the shard's rows of the whole corpus's index (those ``live`` does not mark left empty)."""
     sparse = require_module("scipy.sparse", "tfidf", "tfidf")
     text = require_module("sklearn.feature_extraction.text", "tfidf", "tfidf")
-    counts = analysed.counts if corpus is None else corpus.counts(analysed)
+    counts = analysed.counts if corpus is None else corpus.counts(analysed, live)
     terms = analysed.vocabulary if corpus is None else corpus.vocabulary
     ordered = sorted(term for term in terms if term != EMPTY_TERM)
     vocabulary = {term: column for column, term in enumerate(ordered)} or {"\0": 0}
@@ -200,7 +215,7 @@ def _from_counts(analysed: AnalysedCorpus, settings: TfidfSettings, corpus: Corp
     languages = analysed.languages
     if corpus is not None:
         transformer.idf_ = _smoothed_idf(corpus, column_of)
-        languages = corpus.corpus_languages(analysed)
+        languages = corpus.corpus_languages(analysed, live)
     vectorizer = _vectorizer(settings, vocabulary=vocabulary)
     vectorizer.idf_ = transformer.idf_
     return TfidfIndex(vectorizer, transformer.transform(matrix).tocsr(), languages, settings)
