@@ -374,7 +374,7 @@ def _shard_written(
     folder = shard_folder(job.root, shard)
     sent = int(pc.sum(part.column("sent")).as_py() or 0)
     hashes = part.column(ROW_HASH_COLUMN)
-    if version is not None and overlay is None and recorded and _holds_exactly(folder, version, hashes):
+    if version is not None and overlay is None and recorded and not sent and _holds_exactly(folder, version, hashes):
         return _Written(shard, version, None, part.num_rows, None, None, changed=False, sent=sent)
     previous = None if version is None else _previous(folder, shard, version, overlay)
     if previous is None or version is None:

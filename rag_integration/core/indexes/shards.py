@@ -612,8 +612,9 @@ class TermStatistics:
         """The statistics of the analysed documents, or of those ``live`` marks: only terms they hold are listed
         (and the empty term), as a build over those documents alone would list them."""
         empty = analysed.vocabulary[EMPTY_TERM]
-        counts = analysed.counts if live is None else analysed.counts.only(live)
-        statistics = CorpusStatistics.of(counts, empty)
+        statistics = CorpusStatistics.of(analysed.counts, empty)
+        if live is not None:  # a base under an overlay: few of its rows are gone, so their statistics are taken away
+            statistics -= CorpusStatistics.of(analysed.counts.only(~live), empty)
         held = statistics.frequencies > 0
         held[empty] = True
         terms = [""] * len(analysed.vocabulary)
@@ -683,16 +684,19 @@ class CorpusTerms:
 
     def counts(self, analysed: AnalysedCorpus, live: npt.NDArray[np.bool_] | None = None) -> TermCountArrays:
         """A shard's term counts with this vocabulary's ids (rows keep the shard's order of terms: scores and
-        statistics do not depend on it); rows ``live`` does not mark are left without terms (their documents are
-        gone: no statistic counts them, so their terms may be unknown here)."""
-        renumbered = np.full(len(analysed.vocabulary), -1, dtype=np.int64)
+        statistics do not depend on it). A row ``live`` does not mark is a gone document's: no statistic counts it,
+        so a term of its that the corpus lacks is counted as the empty term."""
+        renumbered = np.full(len(analysed.vocabulary), -1, dtype=np.int32)
         for term, term_id in analysed.vocabulary.items():
             renumbered[term_id] = self.vocabulary.get(term, -1)
-        counts = analysed.counts if live is None else analysed.counts.emptied(live)
+        counts = analysed.counts
         terms = renumbered[counts.terms]
-        if len(terms) and int(terms.min()) < 0:  # stored terms that disagree with the snapshot's statistics
-            raise IndexMismatchError("index_dir", "a shard's terms", "terms among the corpus's statistics")
-        return TermCountArrays(counts.indptr, terms.astype(np.int32), counts.counts, len(self.vocabulary))
+        unknown = np.flatnonzero(terms < 0)
+        if len(unknown):  # only a gone row may hold a term the corpus lacks: it is never ranked, so any id serves
+            if live is None or bool(live[counts.row_of(unknown)].any()):
+                raise IndexMismatchError("index_dir", "a shard's terms", "terms among the corpus's statistics")
+            terms[unknown] = self.vocabulary[EMPTY_TERM]
+        return TermCountArrays(counts.indptr, terms, counts.counts, len(self.vocabulary))
 
     def corpus_languages(self, analysed: AnalysedCorpus, live: npt.NDArray[np.bool_] | None = None) -> CorpusLanguages:
         """A shard's document languages among the corpus's, with the corpus's main language (a gone document's,

@@ -42,13 +42,10 @@ class TermCountArrays:
         np.cumsum(lengths[live], out=indptr[1:])
         return TermCountArrays(indptr, self.terms[kept], self.counts[kept], self.vocabulary_size)
 
-    def emptied(self, live: npt.NDArray[np.bool_]) -> TermCountArrays:
-        """Every row, those ``live`` does not mark left without terms: the rows keep their positions."""
-        lengths = np.where(live, np.diff(self.indptr), 0)
-        indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=indptr[1:])
-        kept = np.repeat(live, np.diff(self.indptr))
-        return TermCountArrays(indptr, self.terms[kept], self.counts[kept], self.vocabulary_size)
+    def row_of(self, entries: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The row each entry (a position in ``terms``) belongs to."""
+        rows: npt.NDArray[np.int64] = np.searchsorted(self.indptr, entries, side="right") - 1
+        return rows
 
 
 @dataclass(frozen=True)
@@ -66,6 +63,14 @@ class CorpusStatistics:
         _, terms, term_counts = _with_empty_term(counts, empty_term)
         frequencies = np.bincount(terms, minlength=counts.vocabulary_size).astype(np.int64)
         return cls(counts.document_count, int(term_counts.sum(dtype=np.int64)), frequencies)
+
+    def __sub__(self, part: CorpusStatistics) -> CorpusStatistics:
+        """The statistics without those of ``part``, some of the same documents (what an overlay leaves of a base)."""
+        return CorpusStatistics(
+            self.document_count - part.document_count,
+            self.total_length - part.total_length,
+            self.frequencies - part.frequencies,
+        )
 
     def __add__(self, other: CorpusStatistics) -> CorpusStatistics:
         if len(self.frequencies) != len(other.frequencies):
