@@ -137,8 +137,10 @@ def test_random_shard_counts_partitionings_and_edits_rank_as_one_index(seed: int
         documents = edited(generator, documents)
 
 
-@pytest.mark.parametrize(("backend", "seed"), [("bm25s", 4), ("tfidf", 5), ("bm25s", 6)])
-def test_edits_kept_as_overlays_rank_as_one_index(backend: str, seed: int, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("backend", "seed", "language"), [("bm25s", 4, "auto"), ("tfidf", 5, "auto"), ("bm25s", 6, "en")]
+)
+def test_edits_kept_as_overlays_rank_as_one_index(backend: str, seed: int, language: str, tmp_path: Path) -> None:
     """Edit after edit kept beside the shards' bases as overlays (``index_overlay_share`` 1: never written whole),
     then undone: each answer equals one index over the corpus of its request, under every variant and filter; the
     bases stay the first build's until an edit undone leaves a shard its base alone again."""
@@ -146,7 +148,7 @@ def test_edits_kept_as_overlays_rank_as_one_index(backend: str, seed: int, tmp_p
     documents = random_corpus(generator, 150)
     queries = [" ".join(generator.sample(WORDS + GERMAN, 2)) for _ in range(12)] + ["moon", "öl"]
     options: dict[str, Any] = {"retrieve_backend": backend, "query_text": queries, "top_k": 5, "index_shards": 3}
-    options.update(language=generator.choice(["auto", "en"]), index_overlay_share=1.0, return_metadata=True)
+    options.update(language=language, index_overlay_share=1.0, return_metadata=True)
     if backend == "bm25s":
         options["bm25_method"] = generator.choice(["lucene", "bm25l", "bm25+"])
     first = documents
@@ -164,6 +166,26 @@ def test_edits_kept_as_overlays_rank_as_one_index(backend: str, seed: int, tmp_p
         assert any(version[1] for version in versions.values())
     assert sharded(corpus_frame(first, 3), {**options, "index_dir": str(tmp_path)}) == one_index(first, options)
     assert shard_versions(tmp_path) == {shard: (version, "") for shard, version in bases.items()}
+
+
+def test_shards_with_overlays_are_analysed_again_under_the_corpus_placement(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Shards of at most 512 documents in a corpus of more place their texts each by itself at first, so under
+    ``auto`` every shard is analysed again under the corpus's sample: with an overlay, both its parts are."""
+    generator = random.Random(17)
+    documents = random_corpus(generator, 1200)
+    queries = [" ".join(generator.sample(WORDS + GERMAN, 2)) for _ in range(20)]
+    options = {"retrieve_backend": "bm25s", "query_text": queries, "index_shards": 4, "language": "auto"}
+    index = {**options, "index_dir": str(tmp_path), "index_overlay_share": 1.0}
+    sharded(corpus_frame(documents, 3), index)
+    documents = edited(generator, documents)
+    with caplog.at_level("INFO", logger="rag_integration"):
+        found = sharded(corpus_frame(documents, 3), index)
+    messages = [record.getMessage() for record in caplog.records]
+    assert "index_shards: 4 of 4 shards analysed again under the corpus's placement" in messages
+    assert all(version[1] for version in shard_versions(tmp_path).values())
+    assert found == one_index(documents, options)
 
 
 def test_an_edit_past_the_overlay_share_rewrites_the_shard_whole(tmp_path: Path) -> None:
@@ -694,6 +716,99 @@ def test_forget_removes_every_shard_that_held_the_document(tmp_path: Path) -> No
     remaining = documents[:-1]
     options = {"retrieve_backend": "bm25s", "query_text": ["river w3"], "index_shards": 3, "index_dir": str(tmp_path)}
     assert sharded(corpus_frame(remaining, 2), options) == one_index(remaining, options)
+
+
+@pytest.mark.parametrize("kept", ["in the overlay", "gone from the base"])
+def test_forget_removes_a_shard_whose_overlay_or_gone_base_rows_held_the_document(kept: str, tmp_path: Path) -> None:
+    """A forgotten text is in an overlay's rows, or in a base row an overlay marks gone: either way no file keeps
+    it, and the next request answers as one index."""
+    secret = "The quixotelium merger closes on Friday."
+    documents = [{"doc_id": f"d{i:02d}", "text": f"w{i} river stone"} for i in range(60)]
+    if kept == "gone from the base":
+        documents.append({"doc_id": "secret", "text": secret})
+    options = {"retrieve_backend": "bm25s", "query_text": ["merger"], "index_shards": 2, "index_dir": str(tmp_path)}
+    options["index_overlay_share"] = 1.0
+    sharded(corpus_frame(documents, 2), options)
+    if kept == "gone from the base":
+        documents = documents[:-1]
+    else:
+        documents.append({"doc_id": "secret", "text": secret})
+    assert sharded(corpus_frame(documents, 2), options) == one_index(documents, options)
+    assert any(version[1] for version in shard_versions(tmp_path).values())
+
+    def traces() -> list[Path]:
+        return [path for path in tmp_path.rglob("*") if path.is_file() and b"quixotel" in path.read_bytes()]
+
+    assert traces()
+    report = forget(tmp_path, ["secret"], documents=[{"doc_id": "secret", "text": secret}])
+    assert report.shards == 1 and traces() == []
+    remaining = [document for document in documents if document["doc_id"] != "secret"]
+    assert sharded(corpus_frame(remaining, 2), options) == one_index(remaining, options)
+
+
+def test_an_overlay_repeating_a_document_its_base_still_holds_is_a_typed_error(tmp_path: Path) -> None:
+    """A stored overlay (written by someone else) whose rows repeat a doc_id its base still holds would answer that
+    document twice: the shard is refused when it is opened; the overlay as written passes."""
+    from rag_integration.core.contract.spark_shards import _live_rows
+    from rag_integration.core.errors import IndexMismatchError
+    from rag_integration.core.indexes.shards import Overlay, read_overlay, read_shard_table
+
+    documents = [{"doc_id": f"d{i:02d}", "text": f"w{i} river stone"} for i in range(40)]
+    options = {"retrieve_backend": "bm25s", "query_text": ["river"], "index_shards": 2, "index_dir": str(tmp_path)}
+    options["index_overlay_share"] = 1.0
+    sharded(corpus_frame(documents, 2), options)
+    documents[0] = {"doc_id": "d00", "text": "w0 moon"}
+    sharded(corpus_frame(documents, 2), options)
+    [(shard, (base, overlay))] = [(shard, version) for shard, version in shard_versions(tmp_path).items() if version[1]]
+    [folder] = (tmp_path / SHARDS_FOLDER).glob(f"*/2-shards/{shard}")
+    stored = read_shard_table(folder, base)
+    written = read_overlay(folder, overlay, base, stored.num_rows)
+    assert written.table.column("doc_id").to_pylist() == ["d00"] and len(written.dead) == 1
+    assert int(_live_rows(stored, written, folder).sum()) == stored.num_rows - 1
+    live = written.live(stored.num_rows)
+    repeated = pa.concat_tables([written.table, stored.filter(live).slice(0, 1)]).sort_by("doc_id")
+    with pytest.raises(IndexMismatchError, match="overlay of documents its base no longer holds"):
+        _live_rows(stored, Overlay(repeated, written.dead), folder)
+
+
+def test_an_overlay_share_for_a_backend_whose_shards_are_written_whole_is_refused(tmp_path: Path) -> None:
+    documents = [{"doc_id": f"d{i}", "text": f"w{i} oil"} for i in range(6)]
+    options = {"retrieve_backend": "faiss", "query_text": ["oil"], "index_shards": 2, "index_dir": str(tmp_path)}
+    with pytest.raises(InvalidOptionError, match="index_overlay_share"):
+        sharded(corpus_frame(documents, 2), {**options, "embedding_model": "hash", "index_overlay_share": 0.2})
+    with pytest.raises(ConnectorError, match="index_overlay_share"):
+        sharded(corpus_frame(documents, 2), {**options, "retrieve_backend": "bm25s", "index_overlay_share": 2})
+
+
+def test_a_shards_counts_keep_their_rows_and_a_gone_rows_unknown_term_is_counted_as_empty() -> None:
+    from rag_integration.core.indexes.shards import CorpusTerms, TermStatistics
+    from rag_integration.core.indexes.term_counts import AnalysedCorpus
+    from rag_integration.core.ranking.bm25_scores import TermCountArrays
+    from rag_integration.core.text.languages import CorpusLanguages
+
+    vocabulary = {"": 0, "oil": 1, "gone": 2, "tide": 3}
+    counts = TermCountArrays(
+        np.array([0, 2, 3, 3, 5]),
+        np.array([1, 3, 2, 1, 3], dtype=np.int32),
+        np.array([2, 1, 4, 1, 1], dtype=np.int32),
+        4,
+    )
+    languages = CorpusLanguages(("en",), "en", bytes(4))
+    analysed = AnalysedCorpus(counts, vocabulary, b"", languages, ("fixed", "en"), {})
+    live = np.array([True, False, True, True])
+    part = TermStatistics.of(analysed, live)
+    assert (part.document_count, part.total_length) == (3, 6)
+    assert dict(zip(part.terms, part.frequencies.tolist(), strict=True)) == {"": 1, "oil": 2, "tide": 2}
+    only = counts.only(live)
+    assert only.indptr.tolist() == [0, 2, 2, 4] and only.terms.tolist() == [1, 3, 1, 3]
+    corpus = CorpusTerms.merged([part])
+    renumbered = corpus.counts(analysed, live)
+    assert renumbered.indptr.tolist() == counts.indptr.tolist()
+    assert renumbered.terms.tolist() == [1, 2, 0, 1, 2]  # the gone row's "gone" counts as the empty term
+    from rag_integration.core.errors import IndexMismatchError
+
+    with pytest.raises(IndexMismatchError):
+        corpus.counts(analysed)
 
 
 @pytest.mark.parametrize("seed", range(6))

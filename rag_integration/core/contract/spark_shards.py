@@ -103,7 +103,7 @@ def answer_shards(frame: SparkFrame, job: ShardJob, shard_set: ShardSet, query: 
         frame,
         job,
         shard_set,
-        lambda documents, index, live: backend.rank_shard(documents, index, query, settings, live),
+        lambda documents, index, live: backend.rank_shard(documents, index, query, settings, **_given(live)),
     )
     return [
         merged_passages([rows[position] for rows in per_shard], query.top_k) for position in range(len(query.queries))
@@ -201,7 +201,7 @@ def _shard_indexes(job: ShardJob, shard_set: ShardSet, position: int) -> tuple[S
         documents, live = documents_of(table, folder), None
         if overlay is not None:
             live = _live_rows(table, read_overlay(folder, overlay, version, table.num_rows), folder)
-        index = job.backend.shard_index(documents, job.index_settings, folder, shard_set, live)
+        index = job.backend.shard_index(documents, job.index_settings, folder, shard_set, **_given(live))
         return ShardedIndex(documents, index, live)
 
     base = INDEX_CACHE.get_or_build(IndexKey.of(backend, settings, f"{folder}/{version}/{overlay}"), build)
@@ -217,6 +217,11 @@ def _shard_indexes(job: ShardJob, shard_set: ShardSet, position: int) -> tuple[S
 
     key = IndexKey.of(backend, settings, f"{overlay_folder(folder)}/{overlay}/{version}")
     return base, INDEX_CACHE.get_or_build(key, build_overlay)
+
+
+def _given(live: Any) -> dict[str, Any]:
+    """``live`` as a hook's keyword only when there is one: a backend without overlays need not take it."""
+    return {} if live is None else {"live": live}
 
 
 def _live_rows(base: Any, overlay: Overlay, folder: Path) -> Any:

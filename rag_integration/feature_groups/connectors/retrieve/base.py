@@ -200,7 +200,12 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
         settings_key = IndexKey.of(str(cls.BACKEND), index_settings, "").settings
         root = shards_root(index_dir, str(cls.BACKEND), settings_key, shards)
         language = cls.analysis_language(index_settings)
-        overlay_share = INDEX_OVERLAY_SHARE.read(reader) if cls.SHARD_OVERLAYS else 0.0
+        overlay_share = INDEX_OVERLAY_SHARE.read(reader)
+        if not cls.SHARD_OVERLAYS:
+            if reader.has(INDEX_OVERLAY_SHARE.key) and overlay_share > 0:
+                expected = f"0 with retrieve_backend '{cls.BACKEND}' (its shards are written whole)"
+                raise InvalidOptionError(INDEX_OVERLAY_SHARE.key, overlay_share, expected)
+            overlay_share = 0.0
         job = ShardJob(cls, settings, index_settings, root, shards, column, language, overlay_share)
         shard_set = build_shards(data, job)
         check_deadline(f"after {cls.__name__} built {shards} shards")
