@@ -119,6 +119,7 @@ class _Previous:
 
     @property
     def documents(self) -> int:
+        """How many documents the shard holds."""
         added = 0 if self.overlay is None else self.overlay.table.num_rows
         return int(self.live().sum()) + added
 
@@ -536,12 +537,11 @@ def _change_written(job: ShardJob, change: _Change, rows: pa.Table, previous: _P
     assert base_live is not None and overlay_kept is not None  # a change of a version says which rows it keeps
     added = table if previous.overlay is None else _merged(previous.overlay.table, overlay_kept, table)
     dead = np.flatnonzero(~base_live)
+    if not len(dead) and not added.num_rows:  # every change undone: the shard is its base alone again
+        return _made_from(job, change.shard, _Previous(previous.base, None), change.version, None)
     if len(dead) + added.num_rows <= job.overlay_share * previous.base.num_rows:
-        overlaid = Overlay(added, dead)
-        if not len(dead) and not added.num_rows:
-            return _made_from(job, change.shard, _Previous(previous.base, None), change.version, None)
         name = write_overlay(folder, change.shard, change.version, added, dead)
-        return _made_from(job, change.shard, _Previous(previous.base, overlaid), change.version, name)
+        return _made_from(job, change.shard, _Previous(previous.base, Overlay(added, dead)), change.version, name)
     whole = _merged(previous.base, base_live, added)
     version = write_shard_table(folder, change.shard, whole, keep_same=False)
     return _made(job, change.shard, version, documents_of(whole, folder, metadata=False))
@@ -581,15 +581,13 @@ def _made(job: ShardJob, shard: int, version: str, documents: Corpus) -> _Writte
 
 
 def _made_from(job: ShardJob, shard: int, previous: _Previous, version: str, overlay: str | None) -> _Written:
-    """``_made`` of a shard as its base rows still held and its overlay's rows: each part's statistics (the base's
-    of the rows it still holds, from the analysed terms it keeps), summed, and the sample of those rows."""
+    """``_made`` of a shard kept as a base and an overlay: the sample of the rows it holds (drawn from their stored
+    digests) and its statistics (``_statistics``)."""
     folder = shard_folder(job.root, shard)
-    base = documents_of(previous.base, folder, metadata=False)
-    if previous.overlay is None:
+    base, added = _documents(previous, folder)
+    if added is None:
         return _made(job, shard, version, base)
-    live, place = previous.live(), overlay_folder(folder)
-    added = documents_of(previous.overlay.table, place, metadata=False)
-    positions = np.flatnonzero(live).tolist()
+    positions = np.flatnonzero(previous.live()).tolist()
     sample = own = None
     if job.language == AUTO:
         base_texts, added_texts, base_digests = texts_of(base), texts_of(added), text_digests(base)
@@ -600,22 +598,40 @@ def _made_from(job: ShardJob, shard: int, previous: _Previous, version: str, ove
 
         sample = PlacementSample.of_digests(digests, text_of)
         own = CorpusPlacement.merged([sample])
-    settings = job.index_settings
-    part = _summed(
-        job.backend.shard_part(base, settings, folder, own, live), job.backend.shard_part(added, settings, place, own)
-    )
+    part = _statistics(job, folder, previous, (base, added), own)
     count = len(positions) + len(added)
     return _Written(shard, version, sample, count, part, None if own is None else own.key, overlay=overlay)
 
 
-def _summed(first: Any, second: Any) -> Any:
-    """Two parts' statistics as one (None for a backend scored without them)."""
-    return second if first is None else first if second is None else first + second
+def _documents(previous: _Previous, folder: Path) -> tuple[Corpus, Corpus | None]:
+    """The documents of a shard's base (every row, gone ones too) and of its overlay (None without one)."""
+    base = documents_of(previous.base, folder, metadata=False)
+    if previous.overlay is None:
+        return base, None
+    return base, documents_of(previous.overlay.table, overlay_folder(folder), metadata=False)
+
+
+def _statistics(
+    job: ShardJob,
+    folder: Path,
+    previous: _Previous,
+    documents: tuple[Corpus, Corpus | None],
+    placement: CorpusPlacement | None,
+) -> Any:
+    """A shard's part of the corpus's statistics under ``placement``: its base's, of the rows it still holds (from
+    the analysed terms the base keeps), and its overlay's, summed (None for a backend scored without them)."""
+    base, added = documents
+    settings = job.index_settings
+    if added is None:
+        return job.backend.shard_part(base, settings, folder, placement)
+    parts = (
+        job.backend.shard_part(base, settings, folder, placement, previous.live()),
+        job.backend.shard_part(added, settings, overlay_folder(folder), placement),
+    )
+    return parts[1] if parts[0] is None else parts[0] if parts[1] is None else parts[0] + parts[1]
 
 
 def _analyser(job: ShardJob, shard_set: ShardSet) -> Callable[[Iterator[int]], Iterator[tuple[int, Any]]]:
-    backend, settings = job.backend, job.index_settings
-
     def analyse(positions: Iterator[int]) -> Iterator[tuple[int, Any]]:
         for position in positions:
             folder, version, overlay = (
@@ -624,21 +640,9 @@ def _analyser(job: ShardJob, shard_set: ShardSet) -> Callable[[Iterator[int]], I
                 shard_set.overlay(position),
             )
             base = read_shard_table(folder, version)
-            documents = documents_of(base, folder, metadata=False)
-            if overlay is None:
-                yield position, backend.shard_part(documents, settings, folder, shard_set.placement)
-                continue
-            added, place = read_overlay(folder, overlay, version, base.num_rows), overlay_folder(folder)
-            live = added.live(base.num_rows)
-            yield (
-                position,
-                _summed(
-                    backend.shard_part(documents, settings, folder, shard_set.placement, live),
-                    backend.shard_part(
-                        documents_of(added.table, place, metadata=False), settings, place, shard_set.placement
-                    ),
-                ),
-            )
+            previous = _Previous(base, None if overlay is None else read_overlay(folder, overlay, version, len(base)))
+            documents = _documents(previous, folder)
+            yield position, _statistics(job, folder, previous, documents, shard_set.placement)
 
     return analyse
 
