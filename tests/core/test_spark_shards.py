@@ -188,6 +188,88 @@ def test_shards_with_overlays_are_analysed_again_under_the_corpus_placement(
     assert found == one_index(documents, options)
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"retrieve_backend": "tfidf"},
+        {"retrieve_backend": "bm25s", "bm25_method": "lucene"},
+        {"retrieve_backend": "bm25s", "bm25_method": "bm25l"},
+        {"retrieve_backend": "bm25s", "bm25_method": "bm25+"},
+    ],
+)
+def test_an_overlay_of_removals_alone_ranks_as_one_index(options: dict[str, Any], tmp_path: Path) -> None:
+    """Documents removed and none added: the overlay holds no rows, only the base's gone ones, and is not ranked."""
+    documents = [{"doc_id": f"d{i:02d}", "text": f"w{i % 9} river stone {WORDS[i % 12]}"} for i in range(60)]
+    options = {**options, "query_text": ["river w3", "moon", "stone oil"], "index_shards": 2, "top_k": 4}
+    index = {**options, "index_dir": str(tmp_path)}
+    sharded(corpus_frame(documents, 2), index)
+    documents = [document for document in documents if document["doc_id"] not in ("d03", "d04")]
+    assert sharded(corpus_frame(documents, 2), index) == one_index(documents, options)
+    assert any(version[1] for version in shard_versions(tmp_path).values())
+    assert sharded(corpus_frame(documents, 3), index) == one_index(documents, options)
+
+
+def test_a_snapshot_naming_overlays_for_a_backend_written_whole_is_built_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Overlays are only written for backends whose hooks take the base's live rows: a snapshot (written by someone
+    else) that names one for another backend is ignored, and its shards built again."""
+    from rag_integration.core.indexes.shards import ShardSet, read_snapshot, write_snapshot
+
+    documents = [{"doc_id": f"d{i}", "text": f"the {WORDS[i % 12]} number {i}"} for i in range(30)]
+    options = {"retrieve_backend": "faiss", "query_text": ["moon light"], "top_k": 3, "index_shards": 2}
+    options.update(embedding_model="hash", index_dir=str(tmp_path))
+    first = sharded(corpus_frame(documents, 2), options)
+    [root] = (tmp_path / SHARDS_FOLDER).glob("*/2-shards")
+    [manifest] = root.glob("snapshot/v-*/manifest.json")
+    settings = json.loads(manifest.read_text(encoding="utf-8"))["settings"]
+    snapshot = read_snapshot(root, settings)
+    assert snapshot is not None and not snapshot.overlays
+    numbers = tuple(sorted(snapshot.versions))
+    versions = tuple(snapshot.versions[number] for number in numbers)
+    forged = ShardSet(root, numbers, versions, None, None, overlays=("v-forged",) + (None,) * (len(numbers) - 1))
+    write_snapshot(forged, settings)
+    assert read_snapshot(root, settings).overlays == {numbers[0]: "v-forged"}  # type: ignore[union-attr]
+    with caplog.at_level("WARNING", logger="rag_integration"):
+        assert sharded(corpus_frame(documents, 2), options) == first
+    assert any("overlays for a backend without them" in record.getMessage() for record in caplog.records)
+    assert read_snapshot(root, settings).overlays == {}  # type: ignore[union-attr]
+
+
+def test_an_overlay_claimed_by_another_shard_and_a_snapshot_of_other_digits_are_refused(tmp_path: Path) -> None:
+    from rag_integration.core.documents.corpus import Corpus, Document
+    from rag_integration.core.errors import IndexMismatchError
+    from rag_integration.core.indexes.shards import (
+        SNAPSHOT_KIND,
+        read_overlay,
+        read_snapshot,
+        shard_folder,
+        shard_table,
+        write_overlay,
+    )
+    from rag_integration.core.indexes.store import StoreClaim, write_store
+
+    rows = {"doc_id": ["a"], "text": ["oil"], "metadata": ["{}"], "row_hash": pa.array([b"h" * 32], pa.binary())}
+    table = shard_table(pa.table(rows), Corpus([Document("a", "oil")]))
+    name = write_overlay(shard_folder(tmp_path, 1), 0, "v-base", table, np.array([2], dtype=np.int64))
+    with pytest.raises(IndexMismatchError, match="overlay of this shard"):
+        read_overlay(shard_folder(tmp_path, 1), name, "v-base", 5)
+    name = write_overlay(shard_folder(tmp_path, 1), 1, "v-base", table, np.array([2], dtype=np.int64))
+    assert read_overlay(shard_folder(tmp_path, 1), name, "v-base", 5).dead.tolist() == [2]
+    with pytest.raises(IndexMismatchError, match="overlay of this shard"):
+        read_overlay(shard_folder(tmp_path, 1), name, "v-other", 5)
+    with pytest.raises(IndexMismatchError, match="increasing positions"):
+        read_overlay(shard_folder(tmp_path, 1), name, "v-base", 2)
+    settings = {"index": {}, "shards": 4}
+    for listed in ({"shards": {"²": "v-a"}}, {"shards": {"1": "v-a"}, "overlays": {"¹": "v-b"}}):
+
+        def save(folder: Path, listed: dict[str, Any] = listed) -> None:
+            (folder / "snapshot.json").write_text(json.dumps(listed), encoding="utf-8")
+
+        write_store(tmp_path / "root" / "snapshot", StoreClaim(SNAPSHOT_KIND, settings, ""), save)
+        assert read_snapshot(tmp_path / "root", settings) is None
+
+
 def test_an_edit_past_the_overlay_share_rewrites_the_shard_whole(tmp_path: Path) -> None:
     """Within ``index_overlay_share`` of a shard's rows an edit is kept as an overlay over the same base; past it,
     or with a share of 0, the shard is written whole again, without an overlay."""

@@ -131,6 +131,9 @@ def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
     settings = {"index": json.loads(json.dumps(dataclasses.asdict(job.index_settings), default=str))}
     settings["shards"] = job.shards
     snapshot = read_snapshot(job.root, settings)
+    if snapshot is not None and snapshot.overlays and not job.backend.SHARD_OVERLAYS:
+        LOGGER.warning("index_shards: ignoring the snapshot in %s: overlays for a backend without them", job.root)
+        snapshot = None
     previous, records = (snapshot.versions, snapshot.records) if snapshot is not None else ({}, {})
     overlays = snapshot.overlays if snapshot is not None else {}
     selected = _selected(frame, job)
@@ -624,6 +627,8 @@ def _statistics(
     settings = job.index_settings
     if added is None:
         return job.backend.shard_part(base, settings, folder, placement)
+    if not len(added):  # an overlay of removals alone
+        return job.backend.shard_part(base, settings, folder, placement, previous.live())
     parts = (
         job.backend.shard_part(base, settings, folder, placement, previous.live()),
         job.backend.shard_part(added, settings, overlay_folder(folder), placement),

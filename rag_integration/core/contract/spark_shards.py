@@ -121,7 +121,7 @@ def on_each_shard(
         for position in positions:
             base, overlay = _shard_indexes(job, shard_set, position)
             results = [work(base.documents, base.index, base.live)]
-            if overlay is not None:
+            if overlay is not None and len(overlay.documents):  # an overlay of removals alone has no rows to rank
                 results.append(work(overlay.documents, overlay.index, None))
             yield position, results
 
@@ -194,6 +194,8 @@ def _shard_indexes(job: ShardJob, shard_set: ShardSet, position: int) -> tuple[S
     terms = "" if shard_set.terms is None else shard_set.terms.fingerprint
     backend, version, folder = str(job.backend.BACKEND), shard_set.versions[position], shard_set.folder(position)
     overlay = shard_set.overlay(position)
+    if overlay is not None and not job.backend.SHARD_OVERLAYS:
+        raise IndexMismatchError("index_dir", str(folder), f"no overlay for retrieve_backend '{backend}'")
     settings = {"index": job.index_settings, "terms": terms}
 
     def build() -> ShardedIndex:
@@ -213,6 +215,8 @@ def _shard_indexes(job: ShardJob, shard_set: ShardSet, position: int) -> tuple[S
         added = read_overlay(folder, overlay, version, len(base.documents))
         place = overlay_folder(folder)
         documents = documents_of(added.table, place)
+        if not len(documents):
+            return ShardedIndex(documents, None)
         return ShardedIndex(documents, job.backend.shard_index(documents, job.index_settings, place, shard_set))
 
     key = IndexKey.of(backend, settings, f"{overlay_folder(folder)}/{overlay}/{version}")

@@ -63,8 +63,9 @@ INDEX_SHARDS: OptionSpec[int] = OptionSpec(
 INDEX_OVERLAY_SHARE: OptionSpec[float] = OptionSpec(
     "index_overlay_share",
     "number",
-    "with `index_shards`: an edit that leaves at most this share of a shard's rows changed or gone since it was "
-    "last written whole is kept beside it as an overlay, not a rewrite; 0 writes every changed shard whole",
+    "with `index_shards`: while a shard's rows gone and rows new since it was last written whole stay within this "
+    "share of it (a changed document counts as both), an edit is kept beside it as an overlay, not a rewrite; 0 "
+    "writes every changed shard whole",
     default=0.1,
     minimum=0.0,
     maximum=1.0,
@@ -95,6 +96,12 @@ _NO_METADATA = Document._field_defaults["metadata"]
 
 def shard_folder(root: Path, shard: int) -> Path:
     return root / f"shard-{shard}"
+
+
+def _shard_number(folder: Path) -> int | None:
+    """The number of the shard kept in ``folder`` (``shard_folder``), None for another folder."""
+    number = folder.name.removeprefix("shard-")
+    return int(number) if _is_number(number) else None
 
 
 def shards_root(index_dir: Path, backend: str, settings_key: str, shards: int) -> Path:
@@ -193,8 +200,9 @@ def read_overlay(folder: Path, version_name: str, base: str, base_rows: int) -> 
     manifest: rows as ``read_shard_table`` checks them, dead rows increasing within the base, or an
     ``IndexMismatchError``."""
     version = named_version(overlay_folder(folder) / "documents", version_name)
-    if version.claim.kind != OVERLAY_KIND or version.claim.settings.get("base") != base:
-        raise IndexMismatchError("index_dir", str(version.folder), f"an overlay of the shard's version {base}")
+    claimed = version.claim.settings
+    if version.claim.kind != OVERLAY_KIND or claimed != {"shard": _shard_number(folder), "base": base}:
+        raise IndexMismatchError("index_dir", str(version.folder), f"an overlay of this shard's version {base}")
 
     def load(path: Path) -> Overlay:
         dead = load_npy(path / DEAD_ROWS_FILE, dtype="<i8")
@@ -267,8 +275,8 @@ def _row_hashes_file(path: Path) -> npt.NDArray[np.uint8]:
 
 def checked_row_hashes(folder: Path, version_name: str) -> KnownRows:
     """The row hashes of one version of a shard's store, every file of the version checked against its manifest
-    first: unlike the hint ``shard_row_hashes``, what a writer may keep a shard unchanged by without reading its
-    documents. An ``IndexMismatchError`` when the version cannot be read."""
+    first: unlike the hint ``shard_row_hashes``, what a writer may keep a shard unchanged by without loading and
+    comparing its documents. An ``IndexMismatchError`` when the version cannot be read."""
     version = named_version(folder / "documents", version_name)
     if version.claim.kind != DOCUMENTS_KIND:
         raise IndexMismatchError("index_dir", str(version.folder), "a shard's documents")
@@ -474,7 +482,7 @@ def read_snapshot(root: Path, settings: Mapping[str, Any]) -> Snapshot | None:
         not isinstance(shards, dict)
         or not isinstance(count, int)
         or not all(
-            isinstance(number, str) and number.isdigit() and int(number) < count and isinstance(name, str)
+            isinstance(number, str) and _is_number(number) and int(number) < count and isinstance(name, str)
             for number, name in shards.items()
         )
     ):
@@ -483,7 +491,7 @@ def read_snapshot(root: Path, settings: Mapping[str, Any]) -> Snapshot | None:
     versions = {int(number): name for number, name in shards.items()}
     overlays = listed.get("overlays", {})
     if not isinstance(overlays, dict) or not all(
-        isinstance(number, str) and number.isdigit() and int(number) in versions and isinstance(name, str)
+        isinstance(number, str) and _is_number(number) and int(number) in versions and isinstance(name, str)
         for number, name in overlays.items()
     ):
         LOGGER.warning("index_shards: ignoring the snapshot in %s: not a map of shard numbers to overlays", store)
@@ -556,6 +564,11 @@ def _records_of(
     if start != len(ids):
         raise ValueError("record terms left over")
     return records
+
+
+def _is_number(text: str) -> bool:
+    """Whether ``text`` is a shard number as the snapshot writes it: ASCII digits (``int`` refuses other digits)."""
+    return text.isascii() and text.isdigit()
 
 
 def _count(value: Any) -> int:

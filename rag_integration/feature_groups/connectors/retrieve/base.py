@@ -129,13 +129,13 @@ class BaseRetrieveConnector(SelectorFeatureGroup, Generic[S, K, I]):
     )
     SOURCES: ClassVar[tuple[Source, ...]] = (QUERIES, CORPUS)
     CORPUS_REQUIRED: ClassVar[bool] = True
+    """False for a backend whose documents come with its index (``open_index`` reads both from ``index_dir``)."""
     SHARDS_RANK_AS_ONE: ClassVar[bool] = False
     """True for a backend whose shards (``index_shards``) rank exactly as one index: it implements the shard hooks
     (``shard_part``, ``shard_index``) or its scores need nothing of other documents."""
     SHARD_OVERLAYS: ClassVar[bool] = False
     """True for a backend whose shard hooks take ``live`` (the base rows an overlay leaves): a small edit of its
     shards is then kept as an overlay (``index_overlay_share``) instead of a rewrite."""
-    """False for a backend whose documents come with its index (``open_index`` reads both from ``index_dir``)."""
 
     @classmethod
     def answer(cls, data: ReadableFrame | None, reader: OptionReader) -> Mapping[str, Any]:
