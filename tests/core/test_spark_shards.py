@@ -168,6 +168,52 @@ def test_edits_kept_as_overlays_rank_as_one_index(backend: str, seed: int, langu
     assert shard_versions(tmp_path) == {shard: (version, "") for shard, version in bases.items()}
 
 
+def overlay_round(
+    generator: random.Random, documents: list[dict[str, Any]], history: list[Any]
+) -> list[dict[str, Any]]:
+    """One random edit of the kinds an overlay must keep exact: removals alone, additions alone, texts or metadata
+    changed, an earlier corpus back, or everything at once."""
+    kind = generator.choice(["remove", "add", "change", "metadata", "back", "mixed"])
+    if kind == "remove":
+        return [document for document in documents if generator.random() > 0.08]
+    if kind == "add":
+        return documents + random_corpus(generator, generator.randint(1, 8))
+    if kind == "change":
+        return [
+            {**document, "text": document["text"] + " " + generator.choice(WORDS)}
+            if generator.random() < 0.05
+            else document
+            for document in documents
+        ]
+    if kind == "metadata":
+        return [{**document, "group": 5} if generator.random() < 0.05 else document for document in documents]
+    if kind == "back":
+        return list(generator.choice(history))
+    return edited(generator, documents)
+
+
+@pytest.mark.parametrize("seed", [21, 22, 23])
+def test_random_edits_kept_as_overlays_rank_as_one_index(seed: int, tmp_path: Path) -> None:
+    """A property test of overlays: random corpora, shard counts, partitionings, variants, filters and rounds of
+    edits of every kind, all kept as overlays (share 1), each answer equal to one index over its corpus."""
+    generator = random.Random(seed)
+    documents = random_corpus(generator, generator.randint(80, 160))
+    queries = [" ".join(generator.sample(WORDS + GERMAN, generator.randint(1, 3))) for _ in range(10)]
+    backend = generator.choice(["bm25s", "tfidf"])
+    options: dict[str, Any] = {"retrieve_backend": backend, "query_text": queries, "top_k": 4}
+    options.update(index_shards=generator.randint(2, 4), language=generator.choice(["auto", "en"]))
+    if backend == "bm25s":
+        options["bm25_method"] = generator.choice(["lucene", "bm25l", "bm25+", "robertson", "atire"])
+    index = {**options, "index_dir": str(tmp_path), "index_overlay_share": 1.0}
+    history = [documents]
+    for round_number in range(4):
+        asked = {**options, "filters": {"group": [0, 2, 5]}} if generator.random() < 0.4 else options
+        found = sharded(corpus_frame(documents, generator.randint(1, 4)), {**index, **asked})
+        assert found == one_index(documents, asked), (round_number, options)
+        documents = overlay_round(generator, documents, history)
+        history.append(documents)
+
+
 def test_shards_with_overlays_are_analysed_again_under_the_corpus_placement(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
