@@ -112,6 +112,7 @@ class _Previous:
     base: pa.Table
     overlay: Overlay | None
 
+    @functools.cached_property
     def live(self) -> npt.NDArray[np.bool_]:
         """Which base rows are the shard's."""
         rows = self.base.num_rows
@@ -121,7 +122,7 @@ class _Previous:
     def documents(self) -> int:
         """How many documents the shard holds."""
         added = 0 if self.overlay is None else self.overlay.table.num_rows
-        return int(self.live().sum()) + added
+        return int(self.live.sum()) + added
 
 
 def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
@@ -391,7 +392,7 @@ def _shard_written(
         known = [previous.base.column(ROW_HASH_COLUMN)] + ([] if added is None else [added.column(ROW_HASH_COLUMN)])
         held = pa.concat_arrays([column.combine_chunks() for column in known])
         wanted = part.filter(pc.invert(pc.is_in(hashes, value_set=held)))
-        if not wanted.num_rows and overlay_kept.all() and np.array_equal(base_live, previous.live()):
+        if not wanted.num_rows and overlay_kept.all() and np.array_equal(base_live, previous.live):
             if recorded:
                 count = previous.documents
                 return _Written(shard, version, None, count, None, None, changed=False, sent=sent, overlay=overlay)
@@ -407,12 +408,16 @@ def _shard_written(
 def _previous(folder: Path, shard: int, version: str, overlay: str | None) -> _Previous | None:
     """A shard's snapshot version read back, or None (logged) when it cannot be: the shard is then written again."""
     try:
-        base = read_shard_table(folder, version)
-        added = None if overlay is None else read_overlay(folder, overlay, version, base.num_rows)
+        return _read_previous(folder, version, overlay)
     except IndexMismatchError as error:
         LOGGER.warning("index_shards: shard %d is written again: %s", shard, error)
         return None
-    return _Previous(base, added)
+
+
+def _read_previous(folder: Path, version: str, overlay: str | None) -> _Previous:
+    """A shard's version (its base rows and overlay) read back, or an ``IndexMismatchError``."""
+    base = read_shard_table(folder, version)
+    return _Previous(base, None if overlay is None else read_overlay(folder, overlay, version, base.num_rows))
 
 
 def _found(stored: pa.ChunkedArray, arriving: pa.Array) -> npt.NDArray[np.bool_]:
@@ -533,9 +538,7 @@ def _change_written(job: ShardJob, change: _Change, rows: pa.Table, previous: _P
     if change.version is None:
         return _made(job, change.shard, write_shard_table(folder, change.shard, table), documents)
     if previous is None:
-        base = read_shard_table(folder, change.version)
-        overlay = None if change.overlay is None else read_overlay(folder, change.overlay, change.version, len(base))
-        previous = _Previous(base, overlay)
+        previous = _read_previous(folder, change.version, change.overlay)
     base_live, overlay_kept = change.base_live, change.overlay_kept
     assert base_live is not None and overlay_kept is not None  # a change of a version says which rows it keeps
     added = table if previous.overlay is None else _merged(previous.overlay.table, overlay_kept, table)
@@ -590,7 +593,7 @@ def _made_from(job: ShardJob, shard: int, previous: _Previous, version: str, ove
     base, added = _documents(previous, folder)
     if added is None:
         return _made(job, shard, version, base)
-    positions = np.flatnonzero(previous.live()).tolist()
+    positions = np.flatnonzero(previous.live).tolist()
     sample = own = None
     if job.language == AUTO:
         base_texts, added_texts, base_digests = texts_of(base), texts_of(added), text_digests(base)
@@ -628,9 +631,9 @@ def _statistics(
     if added is None:
         return job.backend.shard_part(base, settings, folder, placement)
     if not len(added):  # an overlay of removals alone
-        return job.backend.shard_part(base, settings, folder, placement, previous.live())
+        return job.backend.shard_part(base, settings, folder, placement, previous.live)
     parts = (
-        job.backend.shard_part(base, settings, folder, placement, previous.live()),
+        job.backend.shard_part(base, settings, folder, placement, previous.live),
         job.backend.shard_part(added, settings, overlay_folder(folder), placement),
     )
     return parts[1] if parts[0] is None else parts[0] if parts[1] is None else parts[0] + parts[1]
@@ -644,8 +647,7 @@ def _analyser(job: ShardJob, shard_set: ShardSet) -> Callable[[Iterator[int]], I
                 shard_set.versions[position],
                 shard_set.overlay(position),
             )
-            base = read_shard_table(folder, version)
-            previous = _Previous(base, None if overlay is None else read_overlay(folder, overlay, version, len(base)))
+            previous = _read_previous(folder, version, overlay)
             documents = _documents(previous, folder)
             yield position, _statistics(job, folder, previous, documents, shard_set.placement)
 

@@ -198,11 +198,14 @@ def _shard_indexes(job: ShardJob, shard_set: ShardSet, position: int) -> tuple[S
         raise IndexMismatchError("index_dir", str(folder), f"no overlay for retrieve_backend '{backend}'")
     settings = {"index": job.index_settings, "terms": terms}
 
+    read: list[Overlay] = []  # the overlay as the base's build read it, for the overlay's build to take
+
     def build() -> ShardedIndex:
         table = read_shard_table(folder, version)
         documents, live = documents_of(table, folder), None
         if overlay is not None:
-            live = _live_rows(table, read_overlay(folder, overlay, version, table.num_rows), folder)
+            read.append(read_overlay(folder, overlay, version, table.num_rows))
+            live = _live_rows(table, read[0], folder)
         index = job.backend.shard_index(documents, job.index_settings, folder, shard_set, **_given(live))
         return ShardedIndex(documents, index, live)
 
@@ -212,7 +215,7 @@ def _shard_indexes(job: ShardJob, shard_set: ShardSet, position: int) -> tuple[S
 
     def build_overlay() -> ShardedIndex:
         assert overlay is not None
-        added = read_overlay(folder, overlay, version, len(base.documents))
+        added = read[0] if read else read_overlay(folder, overlay, version, len(base.documents))
         place = overlay_folder(folder)
         documents = documents_of(added.table, place)
         if not len(documents):

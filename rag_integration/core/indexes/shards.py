@@ -644,12 +644,7 @@ class TermStatistics:
 
     def __add__(self, other: TermStatistics) -> TermStatistics:
         """The statistics of two disjoint parts of a shard (its base's rows still held, and its overlay)."""
-        totals = dict(zip(self.terms, self.frequencies.tolist(), strict=True))
-        for term, frequency in zip(other.terms, other.frequencies.tolist(), strict=True):
-            totals[term] = totals.get(term, 0) + frequency
-        languages = dict(self.languages)
-        for code, count in other.languages:
-            languages[code] = languages.get(code, 0) + count
+        totals, languages = _summed([self, other])
         return TermStatistics(
             self.document_count + other.document_count,
             self.total_length + other.total_length,
@@ -657,6 +652,18 @@ class TermStatistics:
             np.array(list(totals.values()), dtype=np.int64),
             tuple(sorted(languages.items())),
         )
+
+
+def _summed(parts: Sequence[TermStatistics]) -> tuple[dict[str, int], dict[str, int]]:
+    """The parts' document frequencies by term and document counts by language, summed."""
+    totals: dict[str, int] = {}
+    per_language: dict[str, int] = {}
+    for part in parts:
+        for term, frequency in zip(part.terms, part.frequencies.tolist(), strict=True):
+            totals[term] = totals.get(term, 0) + frequency
+        for code, count in part.languages:
+            per_language[code] = per_language.get(code, 0) + count
+    return totals, per_language
 
 
 @dataclass(frozen=True)
@@ -671,13 +678,7 @@ class CorpusTerms:
 
     @classmethod
     def merged(cls, parts: Sequence[TermStatistics]) -> CorpusTerms:
-        totals: dict[str, int] = {}
-        per_language: dict[str, int] = {}
-        for part in parts:
-            for term, frequency in zip(part.terms, part.frequencies.tolist(), strict=True):
-                totals[term] = totals.get(term, 0) + frequency
-            for code, count in part.languages:
-                per_language[code] = per_language.get(code, 0) + count
+        totals, per_language = _summed(parts)
         ordered = [EMPTY_TERM, *sorted(term for term in totals if term != EMPTY_TERM)]
         vocabulary = {term: term_id for term_id, term in enumerate(ordered)}
         frequencies = np.array([totals.get(term, 0) for term in ordered], dtype=np.int64)
