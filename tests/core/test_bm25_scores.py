@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.indexes.bm25_model import Bm25Model, Postings, QueryScorer
-from rag_integration.core.ranking.bm25_scores import CorpusStatistics, TermCountArrays, bm25_scores
+from rag_integration.core.ranking.bm25_scores import CorpusStatistics, TermCountArrays, bm25_scores, term_scores
 from rag_integration.feature_groups.connectors.retrieve.bm25s_retriever import BM25_METHODS
 
 corpora = st.lists(st.lists(st.integers(1, 12), max_size=15), min_size=1, max_size=25)
@@ -60,6 +60,32 @@ def test_the_arrays_are_bm25s_own(documents: list[list[int]], method: str, k1: f
     else:
         assert ours.nonoccurrence is not None
         assert ours.nonoccurrence.tobytes() == raw.nonoccurrence_array.tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    documents=corpora,
+    method=st.sampled_from(BM25_METHODS),
+    asked=st.lists(st.lists(st.integers(0, 12), max_size=6), max_size=4),
+    k1=st.floats(0.1, 3.0),
+    b=st.floats(0.0, 1.0),
+)
+def test_columns_scored_when_asked_are_the_whole_matrix_bits(
+    documents: list[list[int]], method: str, asked: list[list[int]], k1: float, b: float
+) -> None:
+    """Terms scored a query at a time (repeats, absent terms, terms asked again) hold the bits of the matrix
+    scored at once; the terms never asked stay unscored until the whole matrix is asked for."""
+    counts = counts_of(documents, 13)
+    whole = bm25_scores(counts, method, k1, b)
+    lazy = term_scores(counts, method, k1, b)
+    for ids in asked:
+        lazy.score(np.asarray(ids, dtype=np.int32))
+    wanted = sorted({term for ids in asked for term in ids})
+    assert np.flatnonzero(lazy.scored).tolist() == wanted
+    for term in wanted:
+        span = slice(int(whole.indptr[term]), int(whole.indptr[term + 1]))
+        assert lazy.data[span].tobytes() == whole.data[span].tobytes()
+    assert lazy.complete().data.tobytes() == whole.data.tobytes()
 
 
 def by_document(arrays: Any, documents: int, vocabulary_size: int) -> scipy.sparse.csr_matrix:
@@ -123,7 +149,7 @@ def test_the_model_scores_a_query_as_bm25s_does(
     vocabulary = {"": 0, **{f"t{term}": term for term in range(1, 13)}}
     model = Bm25Model.from_counts(counts_of(documents, len(vocabulary)), vocabulary, method, 1.2, 0.75)
     weights = None if mask is None else np.asarray(mask[: len(documents)], dtype=np.float32)
-    scorer = QueryScorer.of(Postings.of(model.retriever))
+    scorer = QueryScorer.of(Postings.of(model.scores))
     assert scorer.loops is not None
     ours = (scorer if compiled else dataclasses.replace(scorer, loops=None)).block_scores([query], weights)[0]
     raw = model.retriever.get_scores_from_ids(query, weight_mask=weights)
@@ -139,10 +165,23 @@ def test_a_long_query_is_scored_in_chunks_of_terms_as_one(
     """Past the postings one query gathers at once, its terms go in chunks, in order: the same bits."""
     vocabulary = {"": 0, **{f"t{term}": term for term in range(1, 13)}}
     model = Bm25Model.from_counts(counts_of(documents, len(vocabulary)), vocabulary, "lucene", 1.2, 0.75)
-    postings = Postings.of(model.retriever)
+    postings = Postings.of(model.scores)
     postings = dataclasses.replace(postings, capacity=max(capacity, int(postings.lengths.max())))
     chunks = postings.chunks(np.asarray(query, dtype=np.int32))
     assert [term for chunk in chunks for term in chunk.tolist()] == query
     scorer = QueryScorer.of(postings)
     scorer.block_scores([[1, 2, 3]])  # what the scorer held before is cleared
     assert scorer.block_scores([query])[0].tobytes() == model.retriever.get_scores_from_ids(query).tobytes()
+
+
+def test_scores_pickle_with_the_columns_filled_so_far() -> None:
+    """An index is pickled to Spark's executors: its lazily filled columns travel, and the copy fills the rest."""
+    import pickle
+
+    counts = counts_of([[1, 2], [2, 3, 3], [4]], 13)
+    lazy = term_scores(counts, "lucene", 1.2, 0.75)
+    lazy.score(np.asarray([2], dtype=np.int32))
+    copy = pickle.loads(pickle.dumps(lazy))
+    assert copy.scored.tolist() == lazy.scored.tolist()
+    copy.score(np.asarray([3], dtype=np.int32))
+    assert copy.complete().data.tobytes() == bm25_scores(counts, "lucene", 1.2, 0.75).data.tobytes()

@@ -674,3 +674,34 @@ def test_a_store_never_removes_folders_it_did_not_write(tmp_path: Path) -> None:
     assert all((folder / "NOTES.txt").read_text() == "release notes" for folder in mine)
     ours = [entry.name for entry in tmp_path.iterdir() if (entry / MANIFEST_FILE).is_file() and entry not in mine]
     assert len(ours) == 1 and current_version(tmp_path) is not None
+
+
+def test_a_settled_file_is_hashed_once_per_process_and_a_later_write_is_still_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A version read again is not hashed again while its files are unchanged since they settled; a file rewritten
+    in place at the same size after that has new file times, so it is hashed again and refused."""
+    name = write_store(tmp_path, StoreClaim("test", {}, "f"), lambda staging: (staging / "a").write_text("x" * 64))
+    hashed: list[Path] = []
+    record = index_store._file_record
+
+    def counted(path: Path) -> tuple[int, str]:
+        hashed.append(path)
+        return record(path)
+
+    monkeypatch.setattr(index_store, "_file_record", counted)
+
+    def read() -> str:
+        version = index_store.named_version(tmp_path, name)
+        return index_store.load_version(version, lambda folder: (folder / "a").read_text())
+
+    assert read() == read() == "x" * 64
+    assert len(hashed) == 2  # written just now: not settled, hashed on every read
+    monkeypatch.setattr(index_store, "SETTLED_SECONDS", 0.0)
+    assert read() == read() == "x" * 64
+    assert len(hashed) == 3  # settled: hashed once, then remembered
+    time.sleep(0.05)  # past any file time granularity
+    (tmp_path / name / "a").write_text("y" * 64)
+    with pytest.raises(IndexMismatchError, match="sha256"):
+        read()
+    assert len(hashed) == 4

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rag_integration.core.extras import optional_module, require_module
-from rag_integration.core.ranking.bm25_scores import CorpusStatistics, TermCountArrays, bm25_scores
+from rag_integration.core.ranking.bm25_scores import CorpusStatistics, TermCountArrays, TermScores, term_scores
 from rag_integration.core.ranking.passages import AllowedMask, Hits, best_positive_hits_of_rows
 
 if TYPE_CHECKING:
@@ -29,15 +29,21 @@ QUERIES_PER_TASK = 64
 SCORES_AT_ONCE = 1 << 20
 """Most scores a search holds at once, over all its threads (4 MiB of float32; 1-16 MiB measured on one thread,
 this was fastest): each thread scores and selects a block of queries together."""
+BM25S_ID_TYPE = "int32"
+"""bm25s's default ``int_dtype``, the type it indexes its non-occurrence array with."""
 GATHERED_POSTINGS = 1 << 20
 """Most postings a query gathers at once (8 MiB with float32 scores), beyond its longest term's."""
 
 
 @dataclass(frozen=True)
 class Bm25Model:
-    """A ``bm25s.BM25`` of one method and its parameters over score arrays computed from term counts."""
+    """bm25s's model of one method and its parameters over score arrays computed from term counts, each term's
+    scores when a query first needs them (``TermScores``)."""
 
-    retriever: bm25s.BM25
+    scores: TermScores
+    vocabulary: dict[str, int]
+    k1: float
+    b: float
 
     @classmethod
     def from_counts(
@@ -51,34 +57,39 @@ class Bm25Model:
     ) -> Bm25Model:
         """bm25s's model of these counts, its score matrix bit for bit as ``bm25s.BM25.index`` makes it (given the
         ``statistics`` of a corpus they are a shard of, its rows of the whole corpus's matrix)."""
+        require_module("bm25s", "bm25s", "connectors")
+        return cls(term_scores(counts, method, k1, b, statistics=statistics), vocabulary, k1, b)
+
+    @functools.cached_property
+    def retriever(self) -> bm25s.BM25:
+        """A ``bm25s.BM25`` over the whole score matrix (every term's scores computed now)."""
         library = require_module("bm25s", "bm25s", "connectors")
-        scores = bm25_scores(counts, method, k1, b, statistics=statistics)
-        retriever = library.BM25(k1=k1, b=b, method=method)
+        scores = self.scores.complete()
+        retriever = library.BM25(k1=self.k1, b=self.b, method=self.scores.method)
         retriever.scores = {
             "data": scores.data,
             "indices": scores.indices,
             "indptr": scores.indptr,
-            "num_docs": counts.document_count,
+            "num_docs": self.scores.documents,
         }
-        retriever.vocab_dict = vocabulary
-        retriever.unique_token_ids_set = set(vocabulary.values())
+        retriever.vocab_dict = self.vocabulary
+        retriever.unique_token_ids_set = set(self.vocabulary.values())
         retriever.nonoccurrence_array = scores.nonoccurrence
-        return cls(retriever)
+        return retriever
 
     @property
     def nonoccurrence(self) -> npt.NDArray[np.float32] | None:
         """BM25L's and BM25+'s weight of each term where it is absent (None for the other variants)."""
-        nonoccurrence: npt.NDArray[np.float32] | None = self.retriever.nonoccurrence_array
-        return nonoccurrence
+        return self.scores.nonoccurrence
 
     @functools.cached_property
     def term_document_matrix(self) -> scipy.sparse.csr_matrix:
         """bm25s's score arrays (one row of document scores per term) as a SciPy CSR matrix sharing their data,
         made on the first explanation and kept with the model."""
         sparse = require_module("scipy.sparse", "bm25s", "connectors")
-        scores = self.retriever.scores
-        shape = (len(scores["indptr"]) - 1, scores["num_docs"])
-        return sparse.csr_matrix((scores["data"], scores["indices"], scores["indptr"]), shape=shape)
+        scores = self.scores.complete()
+        shape = (len(scores.indptr) - 1, self.scores.documents)
+        return sparse.csr_matrix((scores.data, scores.indices, scores.indptr), shape=shape)
 
     def search(self, query_ids: list[list[int]], depth: int, allowed: AllowedMask, threads: int) -> list[Hits]:
         """bm25s's scores of each query (its term ids, repeats kept), its top hits picked among the positive ones
@@ -86,7 +97,7 @@ class Bm25Model:
         scored on a pool as raw bm25s does; each score is bm25s's own sum (``QueryScorer``), so the hits do not
         depend on the thread count."""
         weight_mask = None if allowed is None else allowed.astype(np.float32)
-        postings = Postings.of(self.retriever)
+        postings = Postings.of(self.scores)
         rows = max(1, min(len(query_ids), postings.rows_at_once(threads)))
         scorers = threading.local()  # one per pool thread, kept for its every task: fresh arrays cost page faults
 
@@ -110,9 +121,11 @@ class Bm25Model:
 
 @dataclass(frozen=True)
 class Postings:
-    """A ``bm25s.BM25``'s score arrays as SciPy's sparse loops take them (one index type), each term's posting
-    count, and the most postings one query gathers at once (a longer query is scored in chunks of terms)."""
+    """A model's score arrays as SciPy's sparse loops take them (one index type), each term's posting count, and
+    the most postings one query gathers at once (a longer query is scored in chunks of terms); ``scores`` fills a
+    term's scores before a query reads them."""
 
+    scores: TermScores
     indptr: npt.NDArray[Any]
     indices: npt.NDArray[Any]
     data: npt.NDArray[Any]
@@ -129,20 +142,20 @@ class Postings:
         return max(1, min(QUERIES_PER_TASK, SCORES_AT_ONCE // max(1, self.documents * threads)))
 
     @classmethod
-    def of(cls, retriever: bm25s.BM25) -> Postings:
-        scores = retriever.scores
-        data, indices, indptr = scores["data"], scores["indices"], scores["indptr"]
+    def of(cls, scores: TermScores) -> Postings:
+        data, indices, indptr = scores.data, scores.indices, scores.indptr
         kind = np.dtype(np.int32 if len(indices) < np.iinfo(np.int32).max else np.int64)
         lengths = np.diff(indptr).astype(np.int64)
         capacity = max(int(lengths.max(initial=0)), GATHERED_POSTINGS)
         return cls(
+            scores,
             indptr.astype(kind),
             indices.astype(kind, copy=False),
             data,
             lengths,
-            scores["num_docs"],
-            retriever.nonoccurrence_array,
-            np.dtype(retriever.int_dtype),
+            scores.documents,
+            scores.nonoccurrence,
+            np.dtype(BM25S_ID_TYPE),
             capacity,
             np.ones(1, dtype=data.dtype),
         )
@@ -197,6 +210,7 @@ class QueryScorer:
         matrix.fill(0.0)
         for row, query_ids in zip(matrix, queries, strict=True):
             ids = np.asarray(query_ids, dtype=postings.indices.dtype)
+            postings.scores.score(ids)
             size = int(postings.lengths[ids].sum())
             if size <= postings.capacity:
                 self._add(row, ids, size)

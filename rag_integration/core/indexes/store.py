@@ -21,6 +21,7 @@ import re
 import shutil
 import stat
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -60,6 +61,12 @@ _STAGING_NAME = re.compile(r"\.staging-[a-z0-9_]{8}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _READ_ATTEMPTS = 3
 _HASH_CHUNK = 1024 * 1024
+SETTLED_SECONDS = 2.0
+"""How long before it was hashed a file must have last changed for its hash to be remembered: more than the
+coarsest file time granularity, so a later write always shows in its times (``_checked_digest``)."""
+_DIGESTS_KEPT = 4096
+_DIGESTS: dict[tuple[int, int], tuple[tuple[int, int, int], str]] = {}
+_DIGESTS_LOCK = threading.Lock()
 
 Loaded = TypeVar("Loaded")
 
@@ -393,7 +400,7 @@ def _check_files(version: StoredVersion, option: str) -> None:
         path = version.folder / relative
         if path.stat().st_size != size:
             raise _mismatch(option, version.folder, f"{relative} of {size} bytes as the manifest says")
-        if _file_record(path)[1] != digest:
+        if _checked_digest(path) != digest:
             raise _mismatch(option, version.folder, f"{relative} with the manifest's sha256")
         if relative.endswith(".npy"):
             check_npy(path, option)
@@ -570,6 +577,27 @@ def _listed_files(folder: Path, option: str) -> list[str]:
                 if len(found) > MAX_MANIFEST_FILES:
                     raise _mismatch(option, folder, f"at most {MAX_MANIFEST_FILES} files")
     return found
+
+
+def _checked_digest(path: Path) -> str:
+    """A file's sha256, hashed again unless this process hashed the same file (device and inode) unchanged since:
+    the same size, modification and change times, where the change time was ``SETTLED_SECONDS`` older than the
+    hashing. The kernel sets a file's change time on every write and it cannot be set back, so a file written
+    after it was hashed has another one; a file still being written is hashed again on every read."""
+    status = path.stat()
+    key, state = (status.st_dev, status.st_ino), (status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+    known = _DIGESTS.get(key)
+    if known is not None and known[0] == state:
+        return known[1]
+    hashed_at = time.time_ns()
+    digest = _file_record(path)[1]
+    if hashed_at - status.st_ctime_ns >= SETTLED_SECONDS * 1e9 and path.stat().st_ctime_ns == status.st_ctime_ns:
+        with _DIGESTS_LOCK:
+            _DIGESTS.pop(key, None)
+            _DIGESTS[key] = (state, digest)
+            while len(_DIGESTS) > _DIGESTS_KEPT:
+                del _DIGESTS[next(iter(_DIGESTS))]
+    return digest
 
 
 def _file_record(path: Path) -> tuple[int, str]:

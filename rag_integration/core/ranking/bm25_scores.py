@@ -4,9 +4,10 @@ bm25s's (tested for every variant), and a corpus whose counts changed is scored 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -100,6 +101,68 @@ class Bm25ScoreArrays:
     nonoccurrence: npt.NDArray[np.float32] | None
 
 
+@dataclass
+class TermScores:
+    """bm25s's score arrays with each term's column computed when first asked for (``score``): opening an index
+    whose corpus statistics changed costs the transpose of its counts, and a query only its own terms' postings.
+    Every entry is computed by the same operations as the whole matrix's, so a column is the same bits either way."""
+
+    indptr: npt.NDArray[np.int32]
+    indices: npt.NDArray[np.int32]
+    sizes: npt.NDArray[Any]
+    """Each term's posting count."""
+    frequency: npt.NDArray[np.float32]
+    length_part: npt.NDArray[np.float64]
+    """Each document's part of its length normalisation: ``k1 * norm``, or ``norm`` for BM25L."""
+    idf: npt.NDArray[np.float32]
+    nonoccurrence: npt.NDArray[np.float32] | None
+    method: str
+    k1: float
+    data: npt.NDArray[np.float32]
+    scored: npt.NDArray[np.bool_]
+    lock: threading.Lock
+
+    @property
+    def documents(self) -> int:
+        return len(self.length_part)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (an index sent to Spark's executors) with the columns filled so far, without the lock."""
+        with self.lock:
+            return {name: value for name, value in vars(self).items() if name != "lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        vars(self).update(state, lock=threading.Lock())
+
+    def score(self, ids: npt.NDArray[Any]) -> None:
+        """The columns of the terms ``ids`` filled in ``data`` (those not yet filled)."""
+        if bool(self.scored[ids].all()):
+            return
+        with self.lock:
+            missing = np.unique(ids[~self.scored[ids]])
+            if len(missing):
+                self._fill(_spans(self.indptr[missing], self.sizes[missing]), np.repeat(missing, self.sizes[missing]))
+                self.scored[missing] = True
+
+    def complete(self) -> Bm25ScoreArrays:
+        """Every column filled: bm25s's arrays."""
+        with self.lock:
+            if not bool(self.scored.all()):
+                terms = np.repeat(np.arange(len(self.scored)), self.sizes)
+                self._fill(slice(None), terms)
+                self.scored[:] = True
+        return Bm25ScoreArrays(self.data, self.indices, self.indptr, self.nonoccurrence)
+
+    def _fill(self, entries: slice | npt.NDArray[np.int64], terms: npt.NDArray[Any]) -> None:
+        """bm25s's score of each of ``entries`` (of the terms ``terms``), in bm25s's order and precision."""
+        per_entry = self.length_part[self.indices[entries]]
+        scores = _term_frequency_component(self.method, self.frequency[entries], per_entry, self.k1)
+        scores *= self.idf[terms]
+        if self.nonoccurrence is not None:
+            scores -= self.nonoccurrence[terms]
+        self.data[entries] = scores
+
+
 def bm25_scores(
     counts: TermCountArrays,
     method: str,
@@ -108,15 +171,27 @@ def bm25_scores(
     empty_term: int = 0,
     statistics: CorpusStatistics | None = None,
 ) -> Bm25ScoreArrays:
-    """bm25s's arrays for a corpus given by its term counts. A document without terms counts ``empty_term`` once,
-    as bm25s's tokenizer gives it the empty token. With ``statistics`` (of a whole corpus these documents are part
-    of), the documents are scored as that corpus's rows: bit for bit the rows of one index over all of it."""
+    """bm25s's arrays for a corpus given by its term counts, every column computed now (``term_scores``)."""
+    return term_scores(counts, method, k1, b, empty_term, statistics).complete()
+
+
+def term_scores(
+    counts: TermCountArrays,
+    method: str,
+    k1: float,
+    b: float,
+    empty_term: int = 0,
+    statistics: CorpusStatistics | None = None,
+) -> TermScores:
+    """bm25s's arrays for a corpus given by its term counts, each column computed when first asked for. A document
+    without terms counts ``empty_term`` once, as bm25s's tokenizer gives it the empty token. With ``statistics`` (of
+    a whole corpus these documents are part of), the documents are scored as that corpus's rows: bit for bit the
+    rows of one index over all of it."""
     scoring = require_module("bm25s.scoring", "bm25s", "connectors")
     sparse = require_module("scipy.sparse", "bm25s", "connectors")
     documents, vocabulary_size = counts.document_count, counts.vocabulary_size
     indptr, terms, term_counts = _with_empty_term(counts, empty_term)
-    row_lengths = np.diff(indptr)
-    lengths = np.add.reduceat(term_counts, indptr[:-1], dtype=np.int64) if len(terms) else row_lengths
+    lengths = np.add.reduceat(term_counts, indptr[:-1], dtype=np.int64) if len(terms) else np.diff(indptr)
     if statistics is None:
         average_length = lengths.mean() if documents else np.float64(np.nan)
         frequencies, corpus_size = np.bincount(terms, minlength=vocabulary_size), documents
@@ -126,36 +201,49 @@ def bm25_scores(
     compute_idf = scoring._select_idf_scorer(method)
     idf = _per_frequency(frequencies, lambda df: compute_idf(df, N=corpus_size))
     length_norm = (1 - b) + b * lengths / average_length
-    scores = _term_frequency_component(method, term_counts.astype(np.float32), length_norm, row_lengths, k1)
-    scores *= idf[terms]
     nonoccurrence = None
     if method in NONOCCURRENCE_METHODS:
         score_tfc = scoring._select_tfc_scorer(method)
         absent = score_tfc(tf_array=0, l_d=average_length, l_avg=average_length, k1=k1, b=b, delta=BM25S_DELTA)
         nonoccurrence = _per_frequency(frequencies, lambda df: compute_idf(df, N=corpus_size) * absent)
-        scores -= nonoccurrence[terms]
-    by_document = sparse.csr_matrix((scores.astype(np.float32), terms, indptr), shape=(documents, vocabulary_size))
+    by_document = sparse.csr_matrix((term_counts.astype(np.float32), terms, indptr), shape=(documents, vocabulary_size))
     by_term = by_document.tocsc()
-    return Bm25ScoreArrays(by_term.data, by_term.indices, by_term.indptr, nonoccurrence)
+    return TermScores(
+        by_term.indptr,
+        by_term.indices,
+        np.diff(by_term.indptr),
+        by_term.data,
+        length_norm if method == "bm25l" else k1 * length_norm,
+        idf,
+        nonoccurrence,
+        method,
+        k1,
+        np.empty(len(by_term.data), dtype=np.float32),
+        np.zeros(vocabulary_size, dtype=bool),
+        threading.Lock(),
+    )
+
+
+def _spans(starts: npt.NDArray[Any], sizes: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    """The positions of the ranges of ``sizes`` from ``starts``, one after another."""
+    sizes = sizes.astype(np.int64)
+    offsets = np.repeat(starts.astype(np.int64) - np.cumsum(sizes) + sizes, sizes)
+    return offsets + np.arange(int(sizes.sum()), dtype=np.int64)
 
 
 def _term_frequency_component(
-    method: str,
-    frequency: npt.NDArray[np.float32],
-    length_norm: npt.NDArray[np.float64],
-    row_lengths: npt.NDArray[np.int64],
-    k1: float,
+    method: str, frequency: npt.NDArray[np.float32], length_part: npt.NDArray[np.float64], k1: float
 ) -> npt.NDArray[np.float64]:
-    """bm25s's term-frequency component of every entry (``bm25s.scoring._score_tfc_*``), its document-length part
-    ``(1 - b) + b * l_d / l_avg`` computed once per document: each formula's operations in bm25s's order and
-    precision (its float32 ``tf`` times a Python float stays float32), on few entry-sized temporaries."""
+    """bm25s's term-frequency component of every entry (``bm25s.scoring._score_tfc_*``), given its document's
+    length part (``TermScores.length_part``, computed once per document): each formula's operations in bm25s's
+    order and precision (its float32 ``tf`` times a Python float stays float32), on few entry-sized temporaries."""
     if method == "bm25l":
-        component = np.divide(frequency, np.repeat(length_norm, row_lengths))
+        component = np.divide(frequency, length_part)
         shifted = (k1 + 1) * (component + BM25S_DELTA)
         component += k1
         component += BM25S_DELTA
         return np.divide(shifted, component, out=component)
-    denominator = np.repeat(k1 * length_norm, row_lengths)
+    denominator = length_part.copy()
     denominator += frequency
     if method in ("robertson", "lucene"):
         return np.divide(frequency, denominator, out=denominator)
