@@ -155,7 +155,7 @@ class TermScores:
 
     def _fill(self, entries: slice | npt.NDArray[np.int64], terms: npt.NDArray[Any]) -> None:
         """bm25s's score of each of ``entries`` (of the terms ``terms``), in bm25s's order and precision."""
-        per_entry = self.length_part[self.indices[entries]]
+        per_entry = self.length_part[self.indices[entries]]  # a new array, which the scores then overwrite
         scores = _term_frequency_component(self.method, self.frequency[entries], per_entry, self.k1)
         scores *= self.idf[terms]
         if self.nonoccurrence is not None:
@@ -235,15 +235,16 @@ def _term_frequency_component(
     method: str, frequency: npt.NDArray[np.float32], length_part: npt.NDArray[np.float64], k1: float
 ) -> npt.NDArray[np.float64]:
     """bm25s's term-frequency component of every entry (``bm25s.scoring._score_tfc_*``), given its document's
-    length part (``TermScores.length_part``, computed once per document): each formula's operations in bm25s's
-    order and precision (its float32 ``tf`` times a Python float stays float32), on few entry-sized temporaries."""
+    length part (``TermScores.length_part``, computed once per document), in an array of its own that this
+    overwrites: each formula's operations in bm25s's order and precision (its float32 ``tf`` times a Python float
+    stays float32), on few entry-sized temporaries."""
     if method == "bm25l":
-        component = np.divide(frequency, length_part)
+        component = np.divide(frequency, length_part, out=length_part)
         shifted = (k1 + 1) * (component + BM25S_DELTA)
         component += k1
         component += BM25S_DELTA
         return np.divide(shifted, component, out=component)
-    denominator = length_part.copy()
+    denominator = length_part
     denominator += frequency
     if method in ("robertson", "lucene"):
         return np.divide(frequency, denominator, out=denominator)
