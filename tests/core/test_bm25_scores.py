@@ -74,7 +74,8 @@ def test_columns_scored_when_asked_are_the_whole_matrix_bits(
     documents: list[list[int]], method: str, asked: list[list[int]], k1: float, b: float
 ) -> None:
     """Terms scored a query at a time (repeats, absent terms, terms asked again) hold the bits of the matrix
-    scored at once; the terms never asked stay unscored until the whole matrix is asked for."""
+    scored at once; the terms never asked stay unscored until the whole matrix is asked for, and then the counts
+    they are scored from are let go."""
     counts = counts_of(documents, 13)
     whole = bm25_scores(counts, method, k1, b)
     lazy = term_scores(counts, method, k1, b)
@@ -85,7 +86,9 @@ def test_columns_scored_when_asked_are_the_whole_matrix_bits(
     for term in wanted:
         span = slice(int(whole.indptr[term]), int(whole.indptr[term + 1]))
         assert lazy.data[span].tobytes() == whole.data[span].tobytes()
+    assert lazy.unscored == 13 - len(wanted)
     assert lazy.complete().data.tobytes() == whole.data.tobytes()
+    assert lazy.unscored == 0 and not len(lazy.frequency)  # what the scores were made from is let go
 
 
 def by_document(arrays: Any, documents: int, vocabulary_size: int) -> scipy.sparse.csr_matrix:

@@ -120,11 +120,9 @@ class TermScores:
     k1: float
     data: npt.NDArray[np.float32]
     scored: npt.NDArray[np.bool_]
+    unscored: int
+    documents: int
     lock: threading.Lock
-
-    @property
-    def documents(self) -> int:
-        return len(self.length_part)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled (an index sent to Spark's executors) with the columns filled so far, without the lock."""
@@ -142,16 +140,23 @@ class TermScores:
             missing = np.unique(ids[~self.scored[ids]])
             if len(missing):
                 self._fill(_spans(self.indptr[missing], self.sizes[missing]), np.repeat(missing, self.sizes[missing]))
-                self.scored[missing] = True
+                self._scored(missing)
 
     def complete(self) -> Bm25ScoreArrays:
         """Every column filled: bm25s's arrays."""
         with self.lock:
-            if not bool(self.scored.all()):
+            if self.unscored:
                 terms = np.repeat(np.arange(len(self.scored)), self.sizes)
                 self._fill(slice(None), terms)
-                self.scored[:] = True
+                self._scored(slice(None))
         return Bm25ScoreArrays(self.data, self.indices, self.indptr, self.nonoccurrence)
+
+    def _scored(self, terms: slice | npt.NDArray[Any]) -> None:
+        """``terms`` marked scored; once every term is, the counts and lengths they were scored from are let go."""
+        self.scored[terms] = True
+        self.unscored = int(np.count_nonzero(~self.scored)) if isinstance(terms, slice) else self.unscored - len(terms)
+        if not self.unscored:
+            self.frequency, self.length_part = self.frequency[:0], self.length_part[:0]
 
     def _fill(self, entries: slice | npt.NDArray[np.int64], terms: npt.NDArray[Any]) -> None:
         """bm25s's score of each of ``entries`` (of the terms ``terms``), in bm25s's order and precision."""
@@ -220,6 +225,8 @@ def term_scores(
         k1,
         np.empty(len(by_term.data), dtype=np.float32),
         np.zeros(vocabulary_size, dtype=bool),
+        vocabulary_size,
+        documents,
         threading.Lock(),
     )
 
