@@ -195,3 +195,36 @@ def test_languages_gathered_from_a_previous_corpus_equal_those_listed_one_by_one
     codes = iter(added)
     listed = [before.of_document(row) if row >= 0 else next(codes) for row in rows]
     assert CorpusLanguages.gathered(before, np.array(rows, dtype=np.int64), added) == CorpusLanguages.of(listed)
+
+
+def test_a_sample_drawn_again_detects_only_its_new_texts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shard changed by a few documents draws almost the same sample: only texts not detected before are read by
+    the model, and the sample equals one detected from nothing. A digest that is not its text's is not remembered."""
+    from rag_integration.core.documents.corpus import text_digest
+    from rag_integration.core.text import languages
+
+    monkeypatch.setattr(languages, "_SAMPLE_DETECTIONS", {})
+    detected: list[str] = []
+    detect = languages.detect_languages
+
+    def counted(texts: list[str]) -> list[str | None]:
+        detected.extend(texts)
+        return detect(texts)
+
+    monkeypatch.setattr(languages, "detect_languages", counted)
+    texts = [f"The {n}th cat sleeps on the warm mat near the door." for n in range(languages.SAMPLE_DOCUMENTS + 40)]
+    first = languages.PlacementSample.of(texts, [text_digest(text) for text in texts])
+    assert len(detected) == languages.SAMPLE_DOCUMENTS
+    edited = [text + " Der Hund schläft." if n % 50 == 0 else text for n, text in enumerate(texts)]
+    detected.clear()
+    again = languages.PlacementSample.of(edited, [text_digest(text) for text in edited])
+    new = {digest for digest, _ in again.least} - {digest for digest, _ in first.least}
+    assert 0 < len(detected) == len(new) < languages.SAMPLE_DOCUMENTS // 10
+    assert {text_digest(text) for text in detected} == new
+    monkeypatch.setattr(languages, "_SAMPLE_DETECTIONS", {})
+    assert languages.PlacementSample.of(edited, [text_digest(text) for text in edited]) == again
+    assert first.documents == again.documents
+    forged = [bytes(16 - len(str(n))) + str(n).encode() for n in range(len(texts))]
+    monkeypatch.setattr(languages, "_SAMPLE_DETECTIONS", {})
+    languages.PlacementSample.of(texts, forged)
+    assert languages._SAMPLE_DETECTIONS == {}

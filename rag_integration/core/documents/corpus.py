@@ -190,10 +190,12 @@ def text_digests(documents: Sequence[Document]) -> list[bytes]:
     one when a corpus is updated. A ``Corpus`` computes them once."""
     if isinstance(documents, Corpus):
         return documents.text_digests
-    return [
-        hashlib.blake2b(document.text.encode("utf-8", "surrogatepass"), digest_size=TEXT_DIGEST_BYTES).digest()
-        for document in documents
-    ]
+    return [text_digest(document.text) for document in documents]
+
+
+def text_digest(text: str) -> bytes:
+    """One text's hash (``text_digests``)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=TEXT_DIGEST_BYTES).digest()
 
 
 def texts_of(documents: Sequence[Document]) -> Sequence[str]:

@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from rag_integration.core.documents.corpus import TEXT_DIGEST_BYTES, Document, text_digests
+from rag_integration.core.documents.corpus import TEXT_DIGEST_BYTES, Document, text_digest, text_digests
 from rag_integration.core.text.analysis import (
     AUTO,
     UNDETERMINED,
@@ -257,6 +257,17 @@ def corpus_placement(
     return Placement(key, placer=placer, detections=detections)
 
 
+_SAMPLE_DETECTIONS: dict[bytes, str | None] = {}
+"""The language detected for each sampled text, by its digest (``text_digest``, so a function of the text alone):
+a shard changed by a few documents keeps almost all of its sample, whose texts are then not detected again."""
+_SAMPLE_DETECTIONS_KEPT = 1 << 16
+
+
+def _forget_oldest_detections() -> None:
+    while len(_SAMPLE_DETECTIONS) > _SAMPLE_DETECTIONS_KEPT:
+        _SAMPLE_DETECTIONS.pop(next(iter(_SAMPLE_DETECTIONS)), None)
+
+
 def _least_digests(digests: Sequence[bytes]) -> list[int]:
     """The positions of the ``SAMPLE_DOCUMENTS`` texts with the least digests (their first 8 bytes, ties by
     position), in that order: the sample ``auto`` places a large corpus by."""
@@ -284,8 +295,16 @@ class PlacementSample:
         """The sample of texts given by their digests, ``text_of`` reading the text at a position (only the chosen
         ones are read)."""
         chosen = _least_digests(digests)
-        detected = detect_languages([text_of(position) for position in chosen])
-        return cls(len(digests), tuple((digests[p], code) for p, code in zip(chosen, detected, strict=True)))
+        picked = [digests[position] for position in chosen]
+        known = {digest: _SAMPLE_DETECTIONS[digest] for digest in picked if digest in _SAMPLE_DETECTIONS}
+        unknown = [position for position, digest in enumerate(picked) if digest not in known]
+        texts = [text_of(chosen[position]) for position in unknown]
+        for position, text, code in zip(unknown, texts, detect_languages(texts), strict=True):
+            known[picked[position]] = code
+            if text_digest(text) == picked[position]:  # a stored digest that is not its text's is not remembered
+                _SAMPLE_DETECTIONS[picked[position]] = code
+        _forget_oldest_detections()
+        return cls(len(digests), tuple((digest, known[digest]) for digest in picked))
 
 
 @dataclass(frozen=True)
