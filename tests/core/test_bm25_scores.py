@@ -188,3 +188,16 @@ def test_scores_pickle_with_the_columns_filled_so_far() -> None:
     assert copy.scored.tolist() == lazy.scored.tolist()
     copy.score(np.asarray([3], dtype=np.int32))
     assert copy.complete().data.tobytes() == bm25_scores(counts, "lucene", 1.2, 0.75).data.tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(documents=corpora, mask=st.lists(st.booleans(), min_size=25, max_size=25))
+def test_only_keeps_the_marked_rows_in_order(documents: list[list[int]], mask: list[bool]) -> None:
+    counts = counts_of(documents, 13)
+    live = np.asarray(mask[: len(documents)], dtype=bool)
+    matrix = scipy.sparse.csr_matrix((counts.counts, counts.terms, counts.indptr), shape=(len(documents), 13))
+    expected = matrix[np.flatnonzero(live)]
+    only = counts.only(live)
+    assert only.indptr.tolist() == expected.indptr.tolist()
+    assert only.terms.tolist() == expected.indices.tolist()
+    assert only.counts.tolist() == expected.data.tolist()

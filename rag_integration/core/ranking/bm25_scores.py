@@ -36,12 +36,14 @@ class TermCountArrays:
         return len(self.indptr) - 1
 
     def only(self, live: npt.NDArray[np.bool_]) -> TermCountArrays:
-        """The rows ``live`` marks, in order: the counts of those documents alone."""
-        lengths = np.diff(self.indptr)
-        kept = np.repeat(live, lengths)
-        indptr = np.zeros(int(live.sum()) + 1, dtype=np.int64)
-        np.cumsum(lengths[live], out=indptr[1:])
-        return TermCountArrays(indptr, self.terms[kept], self.counts[kept], self.vocabulary_size)
+        """The rows ``live`` marks, in order: the counts of those documents alone (their entries gathered, so a few
+        rows of a large corpus cost only their own entries)."""
+        rows = np.flatnonzero(live)
+        lengths = self.indptr[rows + 1] - self.indptr[rows]
+        indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        entries = _spans(self.indptr[rows], lengths)
+        return TermCountArrays(indptr, self.terms[entries], self.counts[entries], self.vocabulary_size)
 
     def row_of(self, entries: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The row each entry (a position in ``terms``) belongs to."""
