@@ -1,4 +1,4 @@
-"""``bm25_scores`` makes bm25s's own arrays, bit for bit, for every BM25 variant: what lets an updated index and a
+"""``term_scores`` makes bm25s's own arrays, bit for bit, for every BM25 variant: what lets an updated index and a
 build from scratch rank alike."""
 
 from __future__ import annotations
@@ -18,10 +18,15 @@ from hypothesis import strategies as st
 
 from rag_integration.core.errors import IndexMismatchError
 from rag_integration.core.indexes.bm25_model import Bm25Model, Postings, QueryScorer
-from rag_integration.core.ranking.bm25_scores import CorpusStatistics, TermCountArrays, bm25_scores, term_scores
+from rag_integration.core.ranking.bm25_scores import Bm25ScoreArrays, CorpusStatistics, TermCountArrays, term_scores
 from rag_integration.feature_groups.connectors.retrieve.bm25s_retriever import BM25_METHODS
 
 corpora = st.lists(st.lists(st.integers(1, 12), max_size=15), min_size=1, max_size=25)
+
+
+def bm25_scores(counts: TermCountArrays, method: str, k1: float, b: float, **options: Any) -> Bm25ScoreArrays:
+    """Every column scored at once."""
+    return term_scores(counts, method, k1, b, **options).complete()
 
 
 def counts_of(documents: list[list[int]], vocabulary_size: int) -> TermCountArrays:

@@ -170,18 +170,6 @@ class TermScores:
         self.data[entries] = scores
 
 
-def bm25_scores(
-    counts: TermCountArrays,
-    method: str,
-    k1: float,
-    b: float,
-    empty_term: int = 0,
-    statistics: CorpusStatistics | None = None,
-) -> Bm25ScoreArrays:
-    """bm25s's arrays for a corpus given by its term counts, every column computed now (``term_scores``)."""
-    return term_scores(counts, method, k1, b, empty_term, statistics).complete()
-
-
 def term_scores(
     counts: TermCountArrays,
     method: str,
