@@ -206,3 +206,23 @@ def test_only_keeps_the_marked_rows_in_order(documents: list[list[int]], mask: l
     assert only.indptr.tolist() == expected.indptr.tolist()
     assert only.terms.tolist() == expected.indices.tolist()
     assert only.counts.tolist() == expected.data.tolist()
+
+
+def test_threads_scoring_the_same_terms_at_once_fill_each_column_once_and_alike() -> None:
+    """Queries on a pool ask for overlapping terms at the same moment: every column ends as the whole matrix's."""
+    import random
+    from concurrent.futures import ThreadPoolExecutor
+
+    generator = random.Random(7)
+    documents = [[generator.randint(1, 12) for _ in range(generator.randint(0, 15))] for _ in range(400)]
+    counts = counts_of(documents, 13)
+    whole = bm25_scores(counts, "bm25+", 1.2, 0.75)
+    lazy = term_scores(counts, "bm25+", 1.2, 0.75)
+    asked = [np.asarray([generator.randint(0, 12) for _ in range(4)], dtype=np.int32) for _ in range(400)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lazy.score, asked))
+    wanted = sorted({int(term) for ids in asked for term in ids})
+    assert lazy.unscored == 13 - len(wanted)
+    for term in wanted:
+        span = slice(int(whole.indptr[term]), int(whole.indptr[term + 1]))
+        assert lazy.data[span].tobytes() == whole.data[span].tobytes()
