@@ -1089,3 +1089,36 @@ def test_an_unchanged_recorded_shard_is_kept_by_its_row_hashes_without_reading_i
         assert reads == [version] and isinstance(found, spark_shard_builds._Written) and found.changed
     else:  # rows to read again from the frame: their texts were withheld
         assert reads == [version] and isinstance(found, _Change) and found.wanted
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_shard_statistics_sum_by_term_in_code_point_order_in_every_script(seed: int) -> None:
+    """Parts' terms (Latin, CJK, Arabic, Devanagari, emoji, the empty term, a lone surrogate in one seed) summed once
+    each, in Python's code-point order with the empty term first: as a dict of every term would give them."""
+    from rag_integration.core.indexes.shards import CorpusTerms, TermStatistics
+
+    generator = random.Random(seed)
+    alphabet = "abz" + "日本語" + "عربي" + "हिंदी" + "😀é" + ("\ud800" if seed == 3 else "")
+    parts = []
+    for _ in range(generator.randint(1, 4)):
+        own = {"".join(generator.choice(alphabet) for _ in range(generator.randint(1, 3))) for _ in range(40)}
+        terms = ("", *sorted(own, key=lambda _: generator.random()))
+        frequencies = np.array([generator.randint(0, 5) for _ in terms], dtype=np.int64)
+        parts.append(TermStatistics(10, 30, terms, frequencies, (("en", 10),)))
+    expected: dict[str, int] = {}
+    for part in parts:
+        for term, frequency in zip(part.terms, part.frequencies.tolist(), strict=True):
+            expected[term] = expected.get(term, 0) + frequency
+    corpus = CorpusTerms.merged(parts)
+    assert list(corpus.vocabulary) == ["", *sorted(term for term in expected if term)]
+    assert corpus.statistics.frequencies.tolist() == [expected[term] for term in corpus.vocabulary]
+    summed = parts[0] + parts[-1]
+    assert dict(zip(summed.terms, summed.frequencies.tolist(), strict=True)) == {
+        term: sum(
+            frequency
+            for part in (parts[0], parts[-1])
+            for t, frequency in zip(part.terms, part.frequencies)
+            if t == term
+        )
+        for term in set(parts[0].terms) | set(parts[-1].terms)
+    }

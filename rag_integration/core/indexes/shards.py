@@ -644,26 +644,52 @@ class TermStatistics:
 
     def __add__(self, other: TermStatistics) -> TermStatistics:
         """The statistics of two disjoint parts of a shard (its base's rows still held, and its overlay)."""
-        totals, languages = _summed([self, other])
+        terms, frequencies = _merged_terms([self, other])
         return TermStatistics(
             self.document_count + other.document_count,
             self.total_length + other.total_length,
-            tuple(totals),
-            np.array(list(totals.values()), dtype=np.int64),
-            tuple(sorted(languages.items())),
+            tuple(terms),
+            frequencies,
+            tuple(sorted(_summed_languages([self, other]).items())),
         )
 
 
-def _summed(parts: Sequence[TermStatistics]) -> tuple[dict[str, int], dict[str, int]]:
-    """The parts' document frequencies by term and document counts by language, summed."""
-    totals: dict[str, int] = {}
+def _summed_languages(parts: Sequence[TermStatistics]) -> dict[str, int]:
+    """The parts' document counts by language, summed."""
     per_language: dict[str, int] = {}
     for part in parts:
-        for term, frequency in zip(part.terms, part.frequencies.tolist(), strict=True):
-            totals[term] = totals.get(term, 0) + frequency
         for code, count in part.languages:
             per_language[code] = per_language.get(code, 0) + count
-    return totals, per_language
+    return per_language
+
+
+def _merged_terms(parts: Sequence[TermStatistics]) -> tuple[list[str], npt.NDArray[np.int64]]:
+    """Every part's terms once, ``EMPTY_TERM`` first and the others in code-point order, with their summed document
+    frequencies: sorted by Arrow (UTF-8's byte order is the code points' order) and each run of one term summed, a
+    corpus's million terms in a fraction of the time a dict takes; a term Arrow cannot hold (a lone surrogate) is
+    summed by dict."""
+    pa = require_module("pyarrow", "pyarrow", "frameworks")
+    pc = require_module("pyarrow.compute", "pyarrow", "frameworks")
+    try:
+        terms = pa.chunked_array([pa.array(part.terms, pa.large_string()) for part in parts], pa.large_string())
+    except (pa.ArrowException, UnicodeError):
+        totals: dict[str, int] = {}
+        for part in parts:
+            for term, frequency in zip(part.terms, part.frequencies.tolist(), strict=True):
+                totals[term] = totals.get(term, 0) + frequency
+        listed = [EMPTY_TERM, *sorted(term for term in totals if term != EMPTY_TERM)]
+        return listed, np.array([totals.get(term, 0) for term in listed], dtype=np.int64)
+    frequencies = np.concatenate([np.asarray(part.frequencies, dtype=np.int64) for part in parts])
+    order = pc.sort_indices(terms).to_numpy()
+    listed = terms.take(order).combine_chunks()
+    starts = np.flatnonzero(
+        np.concatenate([[True], pc.not_equal(listed[1:], listed[:-1]).to_numpy(zero_copy_only=False)])
+    )
+    ordered: list[str] = listed.take(starts).to_pylist() if len(listed) else []
+    summed = np.add.reduceat(frequencies[order], starts) if len(listed) else np.zeros(0, dtype=np.int64)
+    if not ordered or ordered[0] != EMPTY_TERM:
+        return [EMPTY_TERM, *ordered], np.concatenate([np.zeros(1, dtype=np.int64), summed])
+    return ordered, summed
 
 
 @dataclass(frozen=True)
@@ -678,10 +704,9 @@ class CorpusTerms:
 
     @classmethod
     def merged(cls, parts: Sequence[TermStatistics]) -> CorpusTerms:
-        totals, per_language = _summed(parts)
-        ordered = [EMPTY_TERM, *sorted(term for term in totals if term != EMPTY_TERM)]
-        vocabulary = {term: term_id for term_id, term in enumerate(ordered)}
-        frequencies = np.array([totals.get(term, 0) for term in ordered], dtype=np.int64)
+        ordered, frequencies = _merged_terms(parts)
+        vocabulary = dict(zip(ordered, range(len(ordered))))
+        per_language = _summed_languages(parts)
         statistics = CorpusStatistics(
             sum(part.document_count for part in parts), sum(part.total_length for part in parts), frequencies
         )
@@ -700,9 +725,10 @@ class CorpusTerms:
         """A shard's term counts with this vocabulary's ids (rows keep the shard's order of terms: scores and
         statistics do not depend on it). A row ``live`` does not mark is a gone document's: no statistic counts it,
         so a term of its that the corpus lacks is counted as the empty term."""
-        renumbered = np.full(len(analysed.vocabulary), -1, dtype=np.int32)
-        for term, term_id in analysed.vocabulary.items():
-            renumbered[term_id] = self.vocabulary.get(term, -1)
+        known, size = self.vocabulary.get, len(analysed.vocabulary)
+        renumbered = np.full(size, -1, dtype=np.int32)
+        own_ids = np.fromiter(analysed.vocabulary.values(), dtype=np.int64, count=size)
+        renumbered[own_ids] = np.fromiter((known(term, -1) for term in analysed.vocabulary), dtype=np.int32, count=size)
         counts = analysed.counts
         terms = renumbered[counts.terms]
         unknown = np.flatnonzero(terms < 0)
