@@ -545,19 +545,22 @@ def test_unchanged_shards_are_taken_from_the_snapshots_records(
 ) -> None:
     """A request that finds a shard unchanged takes its sample and statistics from the snapshot's record of it
     instead of reading the shard again, so it is not analysed again under the corpus's placement either (a shard
-    of at most 512 documents first places each text by itself: only the edited one is); every answer equals one
-    index over the corpus of its request."""
+    of at most 512 documents first places each text by itself: only the edited one is), and a request that changed
+    nothing writes no new snapshot; every answer equals one index over the corpus of its request."""
     generator = random.Random(11)
     documents = random_corpus(generator, 1200)
     queries = [" ".join(generator.sample(WORDS + GERMAN, 2)) for _ in range(10)]
     options = {"retrieve_backend": "bm25s", "query_text": queries, "index_shards": 4, "language": "auto"}
     sharded(corpus_frame(documents, 3), {**options, "index_dir": str(tmp_path)})
+    [pointer] = tmp_path.glob(f"{SHARDS_FOLDER}/*/4-shards/snapshot/CURRENT")
     edited_documents = [dict(document) for document in documents]
     edited_documents[5]["text"] = "river moon " + str(edited_documents[5]["text"])
     for corpus, taken, again in ((documents, 4, []), (edited_documents, 3, ["1 of 4"])):
         caplog.clear()
+        live = pointer.read_text()
         with caplog.at_level("INFO", logger="rag_integration"):
             found = sharded(corpus_frame(corpus, 3), {**options, "index_dir": str(tmp_path)})
+        assert (pointer.read_text() == live) == (corpus is documents)  # nothing changed: no snapshot written
         messages = [record.getMessage() for record in caplog.records]
         assert f"index_shards: {taken} unchanged shards taken from the snapshot's records" in messages
         analysed = [message.split(": ")[1].split(" shards")[0] for message in messages if "analysed again" in message]

@@ -174,7 +174,10 @@ def build_shards(frame: SparkFrame, job: ShardJob) -> ShardSet:
         item.shard: ShardRecord(item.documents, item.sample, part, placed)
         for item, part in zip(held, found, strict=True)
     }
-    return write_snapshot(ShardSet(job.root, numbers, versions, placement, terms, overlays=overlaid), settings, kept)
+    unchanged = not again and bool(held) and all(not item.changed and item.shard in records for item in held)
+    live = snapshot if unchanged and set(records) == set(numbers) else None
+    shard_set = ShardSet(job.root, numbers, versions, placement, terms, overlays=overlaid)
+    return write_snapshot(shard_set, settings, kept, unchanged=live)
 
 
 def _from_record(item: _Written, records: Mapping[int, ShardRecord]) -> _Written:

@@ -457,6 +457,9 @@ class Snapshot:
     versions: dict[int, str]
     records: dict[int, ShardRecord]
     overlays: dict[int, str] = dataclasses.field(default_factory=dict)
+    name: str = ""
+    fingerprint: str = ""
+    """Its claim's fingerprint (``write_snapshot``): a set of shards with the same one is this snapshot again."""
 
 
 def read_snapshot(root: Path, settings: Mapping[str, Any]) -> Snapshot | None:
@@ -503,7 +506,8 @@ def read_snapshot(root: Path, settings: Mapping[str, Any]) -> Snapshot | None:
             "index_shards: reading every shard again, the snapshot's records in %s are not usable: %r", store, error
         )
         records = {}
-    return Snapshot(versions, records, {int(number): name for number, name in overlays.items()})
+    listed_overlays = {int(number): name for number, name in overlays.items()}
+    return Snapshot(versions, records, listed_overlays, version.name, version.claim.corpus_fingerprint)
 
 
 def _snapshot_files(path: Path) -> tuple[Any, tuple[npt.NDArray[Any], npt.NDArray[Any]] | None]:
@@ -531,6 +535,8 @@ def _records_of(
         raise ValueError("record arrays")
     if bool(np.any((ids < 0) | (ids >= len(vocabulary)))):
         raise ValueError("record term ids")
+    if not all(isinstance(term, str) for term in vocabulary):
+        raise TypeError("the snapshot's terms are strings")
     records: dict[int, ShardRecord] = {}
     start = 0
     for number in sorted(raw, key=int):
@@ -543,12 +549,12 @@ def _records_of(
             given = entry["statistics"]
             size = _count(given["terms"])
             chosen = ids[start : start + size]
-            if len(chosen) != size or len(np.unique(chosen)) != size:
+            if len(chosen) != size or (size and int(np.bincount(chosen).max()) > 1):
                 raise IndexError("record terms")
             statistics = TermStatistics(
                 _count(given["document_count"]),
                 _count(given["total_length"]),
-                tuple(_code(vocabulary[term_id]) for term_id in chosen.tolist()),
+                tuple(map(vocabulary.__getitem__, chosen.tolist())),
                 np.array(frequencies[start : start + size], dtype=np.int64),
                 tuple((_code(code), _count(documents)) for code, documents in given["languages"]),
             )
@@ -630,16 +636,16 @@ class TermStatistics:
             statistics -= CorpusStatistics.of(analysed.counts.only(~live), empty)
         held = statistics.frequencies > 0
         held[empty] = True
-        terms = [""] * len(analysed.vocabulary)
-        for term, term_id in analysed.vocabulary.items():
-            terms[term_id] = term
+        size = len(analysed.vocabulary)
+        terms = np.empty(size, dtype=object)
+        terms[np.fromiter(analysed.vocabulary.values(), np.int64, size)] = list(analysed.vocabulary)
         ids = np.flatnonzero(held)
         known = analysed.languages
         documents = np.frombuffer(known.documents, dtype=np.uint8)
         documents = documents if live is None else documents[live]
         per_language = np.bincount(documents, minlength=len(known.languages))
         languages = tuple((code, int(count)) for code, count in zip(known.languages, per_language.tolist()) if count)
-        listed = tuple(terms[term_id] for term_id in ids.tolist())
+        listed = tuple(terms[ids].tolist())
         return cls(statistics.document_count, statistics.total_length, listed, statistics.frequencies[ids], languages)
 
     def __add__(self, other: TermStatistics) -> TermStatistics:
@@ -792,10 +798,15 @@ class ShardSet:
 
 
 def write_snapshot(
-    shard_set: ShardSet, settings: Mapping[str, Any], records: Mapping[int, ShardRecord] | None = None
+    shard_set: ShardSet,
+    settings: Mapping[str, Any],
+    records: Mapping[int, ShardRecord] | None = None,
+    unchanged: Snapshot | None = None,
 ) -> ShardSet:
     """Record which shard versions and statistics answer together as the live version of ``root/snapshot``, with
-    what each shard version gave (``ShardRecord``, by shard number)."""
+    what each shard version gave (``ShardRecord``, by shard number). A request that changed nothing passes the
+    live snapshot it was made from as ``unchanged``: when the set's fingerprint is that snapshot's, nothing is
+    written (its records are the ones it read)."""
     terms = shard_set.terms
     kept = dict(records or {})
     overlays = {
@@ -824,7 +835,7 @@ def write_snapshot(
             given = record.statistics
             if given is not None:
                 assert terms is not None  # the corpus's terms are the sum of the shards' statistics
-                ids.append(np.array([terms.vocabulary[term] for term in given.terms], dtype=np.int64))
+                ids.append(np.fromiter(map(terms.vocabulary.__getitem__, given.terms), np.int64, len(given.terms)))
                 frequencies.append(np.asarray(given.frequencies, dtype=np.int64))
             entries[str(shard)] = _listed_record(record)
         listed["records"] = entries
@@ -837,6 +848,8 @@ def write_snapshot(
     fingerprint = hashlib.sha256(json.dumps([shard_set.numbers, shard_set.versions, overlays]).encode())
     if terms is not None:
         fingerprint.update(terms.fingerprint.encode())
+    if unchanged is not None and unchanged.name and unchanged.fingerprint == fingerprint.hexdigest():
+        return dataclasses.replace(shard_set, snapshot=unchanged.name)
     claim = StoreClaim(SNAPSHOT_KIND, dict(settings), fingerprint.hexdigest())
     name = write_store(shard_set.root / "snapshot", claim, save)
     return dataclasses.replace(shard_set, snapshot=name)
