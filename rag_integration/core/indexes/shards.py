@@ -10,6 +10,7 @@ as rows of one index over the whole corpus (``core.ranking.bm25_scores``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import itertools
 import json
@@ -636,9 +637,7 @@ class TermStatistics:
             statistics -= CorpusStatistics.of(analysed.counts.only(~live), empty)
         held = statistics.frequencies > 0
         held[empty] = True
-        size = len(analysed.vocabulary)
-        terms = np.empty(size, dtype=object)
-        terms[np.fromiter(analysed.vocabulary.values(), np.int64, size)] = list(analysed.vocabulary)
+        terms = np.array(_by_id(analysed.vocabulary), dtype=object)
         ids = np.flatnonzero(held)
         known = analysed.languages
         documents = np.frombuffer(known.documents, dtype=np.uint8)
@@ -698,6 +697,14 @@ def _merged_terms(parts: Sequence[TermStatistics]) -> tuple[list[str], npt.NDArr
     return ordered, summed
 
 
+def _by_id(vocabulary: Mapping[str, int]) -> list[str]:
+    """A vocabulary's terms in the order of their ids (0..n-1)."""
+    terms = np.empty(len(vocabulary), dtype=object)
+    terms[np.fromiter(vocabulary.values(), np.int64, len(vocabulary))] = list(vocabulary)
+    listed: list[str] = terms.tolist()
+    return listed
+
+
 @dataclass(frozen=True)
 class CorpusTerms:
     """The whole corpus's vocabulary (``EMPTY_TERM`` at 0, the others in code-point order), its statistics by those
@@ -731,10 +738,7 @@ class CorpusTerms:
         """A shard's term counts with this vocabulary's ids (rows keep the shard's order of terms: scores and
         statistics do not depend on it). A row ``live`` does not mark is a gone document's: no statistic counts it,
         so a term of its that the corpus lacks is counted as the empty term."""
-        known, size = self.vocabulary.get, len(analysed.vocabulary)
-        renumbered = np.full(size, -1, dtype=np.int32)
-        own_ids = np.fromiter(analysed.vocabulary.values(), dtype=np.int64, count=size)
-        renumbered[own_ids] = np.fromiter((known(term, -1) for term in analysed.vocabulary), dtype=np.int32, count=size)
+        renumbered = self._ids_of(analysed.vocabulary)
         counts = analysed.counts
         terms = renumbered[counts.terms]
         unknown = np.flatnonzero(terms < 0)
@@ -743,6 +747,27 @@ class CorpusTerms:
                 raise IndexMismatchError("index_dir", "a shard's terms", "terms among the corpus's statistics")
             terms[unknown] = self.vocabulary[EMPTY_TERM]
         return TermCountArrays(counts.indptr, terms, counts.counts, len(self.vocabulary))
+
+    @functools.cached_property
+    def _terms_by_id(self) -> list[str]:
+        return _by_id(self.vocabulary)
+
+    def _ids_of(self, vocabulary: Mapping[str, int]) -> npt.NDArray[np.int32]:
+        """Each term id of a shard's ``vocabulary`` as this vocabulary's id, -1 for a term it lacks: looked up by
+        Arrow (a shard's hundreds of thousands of terms in a fraction of a dict lookup each); a term Arrow cannot
+        hold (a lone surrogate) is looked up by dict."""
+        pa = require_module("pyarrow", "pyarrow", "frameworks")
+        pc = require_module("pyarrow.compute", "pyarrow", "frameworks")
+        own = _by_id(vocabulary)
+        try:
+            found = pc.index_in(
+                pa.array(own, pa.large_string()), value_set=pa.array(self._terms_by_id, pa.large_string())
+            )
+        except (pa.ArrowException, UnicodeError):
+            known = self.vocabulary.get
+            return np.fromiter((known(term, -1) for term in own), np.int32, len(own))
+        ids: npt.NDArray[np.int32] = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
+        return ids
 
     def corpus_languages(self, analysed: AnalysedCorpus, live: npt.NDArray[np.bool_] | None = None) -> CorpusLanguages:
         """A shard's document languages among the corpus's, with the corpus's main language (a gone document's,
