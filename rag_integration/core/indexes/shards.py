@@ -637,7 +637,7 @@ class TermStatistics:
             statistics -= CorpusStatistics.of(analysed.counts.only(~live), empty)
         held = statistics.frequencies > 0
         held[empty] = True
-        terms = np.array(_by_id(analysed.vocabulary), dtype=object)
+        terms = _by_id(analysed.vocabulary)
         ids = np.flatnonzero(held)
         known = analysed.languages
         documents = np.frombuffer(known.documents, dtype=np.uint8)
@@ -697,12 +697,11 @@ def _merged_terms(parts: Sequence[TermStatistics]) -> tuple[list[str], npt.NDArr
     return ordered, summed
 
 
-def _by_id(vocabulary: Mapping[str, int]) -> list[str]:
+def _by_id(vocabulary: Mapping[str, int]) -> npt.NDArray[np.object_]:
     """A vocabulary's terms in the order of their ids (0..n-1)."""
     terms = np.empty(len(vocabulary), dtype=object)
     terms[np.fromiter(vocabulary.values(), np.int64, len(vocabulary))] = list(vocabulary)
-    listed: list[str] = terms.tolist()
-    return listed
+    return terms
 
 
 @dataclass(frozen=True)
@@ -749,8 +748,10 @@ class CorpusTerms:
         return TermCountArrays(counts.indptr, terms, counts.counts, len(self.vocabulary))
 
     @functools.cached_property
-    def _terms_by_id(self) -> list[str]:
-        return _by_id(self.vocabulary)
+    def _term_array(self) -> Any:
+        """The vocabulary's terms by id as an Arrow array, made once (``_ids_of`` looks shards' terms up in it)."""
+        pa = require_module("pyarrow", "pyarrow", "frameworks")
+        return pa.array(_by_id(self.vocabulary), pa.large_string())
 
     def _ids_of(self, vocabulary: Mapping[str, int]) -> npt.NDArray[np.int32]:
         """Each term id of a shard's ``vocabulary`` as this vocabulary's id, -1 for a term it lacks: looked up by
@@ -760,12 +761,10 @@ class CorpusTerms:
         pc = require_module("pyarrow.compute", "pyarrow", "frameworks")
         own = _by_id(vocabulary)
         try:
-            found = pc.index_in(
-                pa.array(own, pa.large_string()), value_set=pa.array(self._terms_by_id, pa.large_string())
-            )
+            found = pc.index_in(pa.array(own, pa.large_string()), value_set=self._term_array)
         except (pa.ArrowException, UnicodeError):
             known = self.vocabulary.get
-            return np.fromiter((known(term, -1) for term in own), np.int32, len(own))
+            return np.fromiter((known(term, -1) for term in own.tolist()), np.int32, len(own))
         ids: npt.NDArray[np.int32] = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
         return ids
 

@@ -68,9 +68,7 @@ def rank_corpus(
     With ``explain``, each row also gets ``explanation``, asked for once for every query's returned passages
     after all are ranked; without it nothing of the kind is kept.
     """
-    allowed = allowed_mask(documents, metadata_filter)
-    if live is not None:
-        allowed = live if allowed is None else allowed & live
+    allowed = allowed_mask(documents, metadata_filter, live)
     rows: list[list[dict[str, Any]]] = [[] for _ in queries]
     if not documents or (allowed is not None and not allowed.any()):
         return rows
@@ -94,13 +92,16 @@ def rank_corpus(
     return rows
 
 
-def allowed_mask(documents: Sequence[Document], metadata_filter: MetadataFilter | None) -> AllowedMask:
-    """The documents ``metadata_filter`` lets through as a mask over positions, None without a filter."""
+def allowed_mask(
+    documents: Sequence[Document], metadata_filter: MetadataFilter | None, live: AllowedMask = None
+) -> AllowedMask:
+    """The documents ``metadata_filter`` lets through, among those ``live`` marks (a shard's base under an overlay),
+    as a mask over positions; None without either."""
     if metadata_filter is None:
-        return None
+        return live
     allowed = np.zeros(len(documents), dtype=bool)
     allowed[metadata_filter.positions(documents)] = True
-    return allowed
+    return allowed if live is None else allowed & live
 
 
 def rank_hits(

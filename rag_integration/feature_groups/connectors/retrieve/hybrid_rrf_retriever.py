@@ -271,9 +271,7 @@ def _shard_candidates(
 ) -> ShardCandidates:
     """One shard's rankings of every query, ``candidates`` deep, for the fusion on the driver (of the documents
     ``live`` marks, under an overlay)."""
-    allowed = allowed_mask(documents, query.metadata_filter)
-    if live is not None:
-        allowed = live if allowed is None else allowed & live
+    allowed = allowed_mask(documents, query.metadata_filter, live)
     lexical_index, dense_index = index.rankers
     lexical, dense = (
         ranker.search_exact(ranker_index, query.queries, candidates, allowed, len(documents), ranker_settings)
